@@ -1,0 +1,166 @@
+"""Key groups, exactly as Flink's ``KeyGroupRangeAssignment`` and ``KeyGroupRange``.
+
+A key is hashed the way the JVM hashes it (``String.hashCode`` over UTF-16 code units for ``str``,
+``Long.hashCode`` for a plain ``int``, ``Integer.hashCode`` for :class:`Int32`), then scrambled by
+``MathUtils.murmurHash`` and reduced modulo the maximum parallelism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator, Union
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UPPER_BOUND_MAX_PARALLELISM = 1 << 15  # Transformation.UPPER_BOUND_MAX_PARALLELISM
+_MASK32 = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Int32:
+    """A key that hashes as a Java ``Integer`` (a plain ``int`` hashes as a Java ``Long``)."""
+
+    value: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            raise TypeError(f"Int32 needs an int, got {type(self.value).__name__}")
+        if not INT32_MIN <= self.value <= INT32_MAX:
+            raise ValueError(f"Int32 value {self.value} is outside [-2^31, 2^31-1]")
+
+    def __repr__(self) -> str:
+        return f"Int32({self.value})"
+
+
+Key = Union[str, int, Int32]
+
+
+def _to_int32(u: int) -> int:
+    u &= _MASK32
+    return u - (1 << 32) if u & 0x80000000 else u
+
+
+def _rotl32(x: int, r: int) -> int:
+    x &= _MASK32
+    return ((x << r) | (x >> (32 - r))) & _MASK32
+
+
+def java_hash_code(key: Key) -> int:
+    """The key's ``hashCode()`` on the JVM, as a signed 32-bit int."""
+    if isinstance(key, str):
+        data = key.encode("utf-16-be", "surrogatepass")
+        h = 0
+        for i in range(0, len(data), 2):
+            h = (31 * h + (data[i] << 8 | data[i + 1])) & _MASK32
+        return _to_int32(h)
+    if isinstance(key, Int32):
+        return key.value
+    if isinstance(key, int) and not isinstance(key, bool):
+        if not INT64_MIN <= key <= INT64_MAX:
+            raise ValueError(f"int key {key} is outside the Java long range")
+        u = key & 0xFFFFFFFFFFFFFFFF
+        return _to_int32(u ^ (u >> 32))
+    raise TypeError(f"unsupported key type {type(key).__name__}: use str, int or Int32")
+
+
+def murmur_hash(code: int) -> int:
+    """Flink's ``MathUtils.murmurHash(int)``: a non-negative 32-bit scramble."""
+    code = (code * 0xCC9E2D51) & _MASK32
+    code = _rotl32(code, 15)
+    code = (code * 0x1B873593) & _MASK32
+    code = _rotl32(code, 13)
+    code = (code * 5 + 0xE6546B64) & _MASK32
+    code ^= 4
+    # MathUtils.bitMix
+    code ^= code >> 16
+    code = (code * 0x85EBCA6B) & _MASK32
+    code ^= code >> 13
+    code = (code * 0xC2B2AE35) & _MASK32
+    code ^= code >> 16
+    signed = _to_int32(code)
+    if signed >= 0:
+        return signed
+    return -signed if signed != INT32_MIN else 0
+
+
+def _check_max_parallelism(max_parallelism: int) -> None:
+    if not 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        raise ValueError(f"max_parallelism must be in [1, {UPPER_BOUND_MAX_PARALLELISM}], got {max_parallelism}")
+
+
+def compute_key_group_for_key_hash(key_hash: int, max_parallelism: int) -> int:
+    return murmur_hash(key_hash) % max_parallelism
+
+
+@lru_cache(maxsize=65536, typed=True)
+def assign_to_key_group(key: Key, max_parallelism: int) -> int:
+    """``KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism)``."""
+    _check_max_parallelism(max_parallelism)
+    return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
+
+
+def compute_key_group_range_for_operator_index(
+    max_parallelism: int, parallelism: int, operator_index: int
+) -> "KeyGroupRange":
+    """The key groups operator ``operator_index`` of ``parallelism`` owns (Flink's argument order)."""
+    _check_max_parallelism(max_parallelism)
+    if not 0 < parallelism <= max_parallelism:
+        raise ValueError(f"parallelism must be in [1, max_parallelism={max_parallelism}], got {parallelism}")
+    if not 0 <= operator_index < parallelism:
+        raise ValueError(f"operator_index must be in [0, {parallelism - 1}], got {operator_index}")
+    start = (operator_index * max_parallelism + parallelism - 1) // parallelism
+    end = ((operator_index + 1) * max_parallelism - 1) // parallelism
+    return KeyGroupRange(start, end)
+
+
+def compute_operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group_id: int) -> int:
+    """Which of ``parallelism`` operators owns ``key_group_id``."""
+    _check_max_parallelism(max_parallelism)
+    if not 0 <= key_group_id < max_parallelism:
+        raise ValueError(f"key group {key_group_id} is outside [0, {max_parallelism - 1}]")
+    return key_group_id * parallelism // max_parallelism
+
+
+@dataclass(frozen=True)
+class KeyGroupRange:
+    """An inclusive range of key groups ``[start_key_group, end_key_group]``; empty when end < start."""
+
+    start_key_group: int
+    end_key_group: int
+
+    def __post_init__(self) -> None:
+        if self.start_key_group < 0:
+            raise ValueError(f"start_key_group must be >= 0, got {self.start_key_group}")
+        if self.end_key_group < self.start_key_group - 1:
+            raise ValueError(f"invalid key group range [{self.start_key_group}, {self.end_key_group}]")
+
+    @classmethod
+    def empty(cls) -> "KeyGroupRange":
+        return cls(0, -1)
+
+    @classmethod
+    def of(cls, start_key_group: int, end_key_group: int) -> "KeyGroupRange":
+        return cls(start_key_group, end_key_group)
+
+    def contains(self, key_group: int) -> bool:
+        return self.start_key_group <= key_group <= self.end_key_group
+
+    __contains__ = contains
+
+    def get_number_of_key_groups(self) -> int:
+        return max(0, self.end_key_group - self.start_key_group + 1)
+
+    def __len__(self) -> int:
+        return self.get_number_of_key_groups()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.start_key_group, self.end_key_group + 1))
+
+    def get_intersection(self, other: "KeyGroupRange") -> "KeyGroupRange":
+        start = max(self.start_key_group, other.start_key_group)
+        end = min(self.end_key_group, other.end_key_group)
+        return KeyGroupRange(start, end) if start <= end else KeyGroupRange.empty()
+
+    def __str__(self) -> str:
+        return f"KeyGroupRange{{startKeyGroup={self.start_key_group}, endKeyGroup={self.end_key_group}}}"
