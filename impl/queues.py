@@ -1,0 +1,137 @@
+"""Key-group-partitioned priority-queue set: Flink's ``HeapPriorityQueueSet`` in Python.
+
+Set semantics (adding a present element or removing an absent one changes nothing), one subset
+per key group (what a checkpoint writes per key group), and O(log n) add / remove / poll.
+
+Elements are tuples whose first item is the priority (a timer's timestamp). The heap holds
+``(priority, sequence, element, key_group_index)`` entries; a removal only forgets the element in
+its key group's map and the stale heap entry is skipped when it surfaces (lazy deletion, compacted
+when stale entries outnumber live ones). Elements of equal priority leave in insertion order,
+which is one of the orders Flink allows (it promises none).
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import count
+from typing import Callable, Generic, Iterator, KeysView, TypeVar
+
+from impl.keygroups import KeyGroupRange
+
+E = TypeVar("E", bound=tuple)
+
+
+class KeyGroupOutOfRangeError(ValueError):
+    """An element's key group is not in the local key-group range (Flink: IllegalArgumentException)."""
+
+    def __init__(self, key_group: int, key_group_range: KeyGroupRange):
+        super().__init__(
+            f"Key group {key_group} is not in {key_group_range}. Unless you're directly using low level "
+            "state access APIs, this is most likely caused by non-deterministic shuffle key "
+            "(hashCode and equals implementation)."
+        )
+        self.key_group = key_group
+
+
+class KeyGroupedPriorityQueueSet(Generic[E]):
+    """A priority-queue set partitioned by key group, ordered by ``element[0]``."""
+
+    _COMPACT_MIN = 64
+
+    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[E], int]):
+        self._range = key_group_range
+        self._first = key_group_range.start_key_group
+        self._key_group_of = key_group_of
+        self._maps: list[dict[E, int]] = [{} for _ in range(key_group_range.get_number_of_key_groups())]
+        self._heap: list[tuple] = []
+        self._seq = count()
+        self._size = 0
+
+    # -- key groups -------------------------------------------------------------------------
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        return self._range
+
+    def _local_index(self, key_group: int) -> int:
+        index = key_group - self._first
+        if index < 0 or index >= len(self._maps):
+            raise KeyGroupOutOfRangeError(key_group, self._range)
+        return index
+
+    def get_subset_for_key_group(self, key_group: int) -> KeysView[E]:
+        """A live view of one key group's elements, as Flink's ``getSubsetForKeyGroup``."""
+        return self._maps[self._local_index(key_group)].keys()
+
+    # -- set operations ---------------------------------------------------------------------
+    def add(self, element: E, key_group: int | None = None) -> bool:
+        """Adds ``element`` unless present. True iff it became the new head (Flink's contract)."""
+        if key_group is None:
+            key_group = self._key_group_of(element)
+        index = self._local_index(key_group)
+        subset = self._maps[index]
+        if element in subset:
+            return False
+        seq = next(self._seq)
+        subset[element] = seq
+        self._size += 1
+        heap = self._heap
+        head_before = self._peek_entry()
+        heapq.heappush(heap, (element[0], seq, element, index))
+        return head_before is None or element[0] < head_before[0]
+
+    def remove(self, element: E, key_group: int | None = None) -> bool:
+        """Removes ``element`` if present. True iff it was present."""
+        if key_group is None:
+            key_group = self._key_group_of(element)
+        subset = self._maps[self._local_index(key_group)]
+        if subset.pop(element, None) is None:
+            return False
+        self._size -= 1
+        if len(self._heap) > max(self._COMPACT_MIN, 2 * self._size):
+            self._compact()
+        return True
+
+    def contains(self, element: E, key_group: int | None = None) -> bool:
+        if key_group is None:
+            key_group = self._key_group_of(element)
+        return element in self._maps[self._local_index(key_group)]
+
+    def peek(self) -> E | None:
+        entry = self._peek_entry()
+        return None if entry is None else entry[2]
+
+    def poll(self) -> E | None:
+        entry = self._peek_entry()
+        if entry is None:
+            return None
+        heapq.heappop(self._heap)
+        del self._maps[entry[3]][entry[2]]
+        self._size -= 1
+        return entry[2]
+
+    def size(self) -> int:
+        return self._size
+
+    __len__ = size
+
+    def is_empty(self) -> bool:
+        return self._size == 0
+
+    def __iter__(self) -> Iterator[E]:
+        for subset in self._maps:
+            yield from subset
+
+    # -- internals --------------------------------------------------------------------------
+    def _peek_entry(self) -> tuple | None:
+        heap, maps = self._heap, self._maps
+        while heap:
+            entry = heap[0]
+            if maps[entry[3]].get(entry[2]) == entry[1]:
+                return entry
+            heapq.heappop(heap)  # stale: removed (and maybe re-added with a newer sequence)
+        return None
+
+    def _compact(self) -> None:
+        maps = self._maps
+        self._heap = [e for e in self._heap if maps[e[3]].get(e[2]) == e[1]]
+        heapq.heapify(self._heap)

@@ -1,0 +1,320 @@
+"""Runs a ``timers`` scenario against the implementation and against the model.
+
+Both runners turn each step into observations in the format of
+``shared/vectors/flink_timer_traces.json`` (``instance``, ``physical_register``,
+``physical_cancel``, ``fire``, ``try_advance_watermark``, ``count``, ``error``), so a run can be
+compared with Flink's own. A rejected step (a key outside the local key groups, a restore with
+another max parallelism) yields an ``error`` observation and the run goes on; a firing budget
+overrun yields an ``error`` with ``"fatal": true`` and ends the run.
+
+The model does not choose among equal-timestamp timers: it is handed a *reference* trace (the
+implementation's, or Flink's) and follows the reference's choice wherever that choice is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from impl.keygroups import Int32, KeyGroupRange
+from impl.queues import KeyGroupOutOfRangeError
+from impl.timers import (
+    InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimerFiringBudgetExceeded,
+)
+from model import timers as spec
+
+DEFAULT_SERVICE = spec.DEFAULT_SERVICE
+DEFAULT_BUDGET = 10_000
+
+
+class RunEnded(Exception):
+    """Raised by ``apply`` after a fatal step; the run cannot go on."""
+
+
+def encode_key(key: Any) -> Any:
+    """A key as it appears in observations and scenario JSON."""
+    return {"int32": key.value} if isinstance(key, Int32) else key
+
+
+def _model_key(key: Any) -> Any:
+    return ("int32", key.value) if isinstance(key, Int32) else key
+
+
+def _encode_model_key(key: Any) -> Any:
+    return {"int32": key[1]} if isinstance(key, tuple) else key
+
+
+class _Recorder:
+    """Collects the observations of the current step."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def emit(self, event: dict) -> None:
+        self.events.append(event)
+
+    def take(self) -> list[dict]:
+        events, self.events = self.events, []
+        return events
+
+
+# -- implementation ------------------------------------------------------------------------
+class _Instance:
+    def __init__(self, max_parallelism: int, key_group_range: tuple[int, int], budget: int, emit):
+        self.max_parallelism = max_parallelism
+        self.key_context = KeyContext(max_parallelism)
+        self.clock = ManualProcessingTimeService(budget=budget)
+        self.clock.on_register.append(lambda ts: emit({"event": "physical_register", "ts": ts}))
+        self.clock.on_cancel.append(lambda ts: emit({"event": "physical_cancel", "ts": ts}))
+        self.manager = InternalTimeServiceManager(
+            self.key_context, KeyGroupRange(*key_group_range), self.clock, firing_budget=budget
+        )
+
+
+class _Target:
+    """The triggerable of one named service: records the firing, then runs the reactions."""
+
+    def __init__(self, run: "ImplTimersRun", instance: _Instance, name: str):
+        self.run, self.instance, self.name = run, instance, name
+
+    def _fired(self, domain: str, timer) -> None:
+        service = self.instance.manager.services[self.name]
+        key = encode_key(timer.key)
+        event = {"event": "fire", "domain": domain, "key": key, "namespace": timer.namespace, "ts": timer.timestamp,
+                 "current_key": encode_key(self.instance.key_context.get_current_key()),
+                 "watermark": service.current_watermark}
+        if self.name != DEFAULT_SERVICE:
+            event["service"] = self.name
+        self.run.recorder.emit(event)
+        self.run.fired_in_call += 1
+        for step in self.run.reactions.get((self.name, domain, timer.key, timer.namespace, timer.timestamp), ()):
+            self.run.register_or_delete(step)
+
+    def on_event_time(self, timer) -> None:
+        self._fired("event", timer)
+
+    def on_processing_time(self, timer) -> None:
+        self._fired("processing", timer)
+
+
+class ImplTimersRun:
+    """Drives ``impl.timers`` through the steps of a timers scenario."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET):
+        self.budget = budget
+        self.recorder = _Recorder()
+        self.instances: list[_Instance] = []
+        self.current: _Instance | None = None
+        self.snapshots: dict[str, tuple[int, list[str], dict]] = {}
+        self.reactions: dict[tuple, list] = {}
+        self.fired_in_call = 0
+        self.ended = False
+
+    def service(self, name: str | None):
+        inst = self.current
+        name = name or DEFAULT_SERVICE
+        return inst.manager.get_internal_timer_service(name, _Target(self, inst, name)) \
+            if name not in inst.manager.services else inst.manager.services[name]
+
+    def register_or_delete(self, step) -> None:
+        service = self.service(step.service)
+        domain = "event_time" if step.domain == "event" else "processing_time"
+        getattr(service, f"{step.op}_{domain}_timer")(step.namespace, step.ts)
+
+    def _start(self, inst: _Instance, names: Iterable[str]) -> None:
+        self.instances.append(inst)
+        self.current = inst
+        for name in dict.fromkeys([DEFAULT_SERVICE, *names]):
+            self.service(name)
+        self.recorder.emit({"event": "instance", "index": len(self.instances) - 1})
+
+    def apply(self, step, index: int | None = None) -> list[dict]:
+        """Runs one step; returns its observations."""
+        if self.ended:
+            raise RunEnded("the run ended at a fatal error")
+        try:
+            self._apply(step)
+        except KeyGroupOutOfRangeError as e:
+            self.recorder.emit({"event": "error", "step": index, "message": str(e)})
+        except ValueError as e:
+            self.recorder.emit({"event": "error", "step": index, "message": str(e)})
+        except TimerFiringBudgetExceeded as e:
+            self.ended = True
+            self.recorder.emit({"event": "error", "step": index, "message": str(e), "fatal": True})
+        return self.recorder.take()
+
+    def _apply(self, step) -> None:
+        op = step.op
+        if op == "new_instance":
+            self._start(_Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit), [])
+        elif op == "restore":
+            max_parallelism, names, state = self.snapshots[step.id]
+            if max_parallelism != step.max_parallelism:
+                raise ValueError(f"snapshot {step.id!r} was taken with max_parallelism {max_parallelism}, "
+                                 f"not {step.max_parallelism}")
+            inst = _Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit)
+            inst.manager.restore_state(state)
+            self._start(inst, names)
+        elif op == "use_instance":
+            self.current = self.instances[step.index]
+        elif op == "set_key":
+            self.current.key_context.set_current_key(step.key)
+        elif op in ("register", "delete"):
+            self.register_or_delete(step)
+        elif op == "advance_watermark":
+            self.current.manager.advance_watermark(step.to)
+        elif op == "try_advance_watermark":
+            self.fired_in_call = 0
+            completed = self.current.manager.try_advance_watermark(
+                step.to, lambda: self.fired_in_call >= step.interrupt_after)
+            watermark = self.current.manager.services[DEFAULT_SERVICE].current_watermark
+            self.recorder.emit({"event": "try_advance_watermark", "to": step.to, "completed": completed,
+                                "watermark": watermark})
+        elif op == "advance_processing_time":
+            self.current.clock.advance_to(step.to)
+        elif op == "on_fire":
+            where = (step.service or DEFAULT_SERVICE, step.domain, step.key, step.namespace, step.ts)
+            self.reactions.setdefault(where, []).extend(step.then)
+        elif op == "snapshot":
+            manager = self.current.manager
+            self.snapshots[step.id] = (self.current.max_parallelism, list(manager.services), manager.snapshot_state())
+        elif op == "count":
+            manager = self.current.manager
+            self.recorder.emit({"event": "count", "event_timers": manager.num_event_time_timers(),
+                                "processing_timers": manager.num_processing_time_timers(),
+                                "physical_timers": self.current.clock.num_pending_timers()})
+        else:
+            raise ValueError(f"unknown timers op {op!r}")
+
+
+# -- model -----------------------------------------------------------------------------------
+class ModelTimersRun:
+    """Drives ``model.timers`` through the steps, following a reference trace's tie choices."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET):
+        self.recorder = _Recorder()
+        self.reference: list[dict] = []
+        self.model = spec.TimerModel(self._choose, self.recorder.emit, budget, _encode_model_key)
+        self.ended = False
+        self.deviations = 0
+
+    def _choose(self, service: str, domain: str, candidates: list) -> tuple:
+        position = len(self.recorder.events)
+        if position < len(self.reference):
+            ref = self.reference[position]
+            if ref.get("event") == "fire" and ref.get("domain") == domain:
+                wanted = (ref["ts"], _model_key(_decode_key(ref["key"])), ref["namespace"])
+                if wanted in candidates:
+                    return wanted
+        self.deviations += 1
+        return candidates[0]
+
+    def apply(self, step, reference: list[dict] | None = None, index: int | None = None) -> list[dict]:
+        if self.ended:
+            raise RunEnded("the run ended at a fatal error")
+        self.reference = reference or []
+        try:
+            self._apply(step)
+        except spec.Rejected as e:
+            self.recorder.emit({"event": "error", "step": index, "message": str(e)})
+        except spec.BudgetExceeded as e:
+            self.ended = True
+            self.recorder.emit({"event": "error", "step": index, "message": str(e), "fatal": True})
+        return self.recorder.take()
+
+    def _apply(self, step) -> None:
+        m, op = self.model, step.op
+        if op == "new_instance":
+            m.new_instance(step.max_parallelism, step.key_group_range)
+        elif op == "restore":
+            m.restore(step.id, step.max_parallelism, step.key_group_range)
+        elif op == "use_instance":
+            m.use_instance(step.index)
+        elif op == "set_key":
+            m.set_key(_model_key(step.key))
+        elif op in ("register", "delete"):
+            getattr(m, op)(step.service, step.domain, step.namespace, step.ts)
+        elif op == "advance_watermark":
+            m.advance_watermark(step.to)
+        elif op == "try_advance_watermark":
+            completed = m.try_advance_watermark(step.to, lambda: m.fired_in_call >= step.interrupt_after)
+            self.recorder.emit({"event": "try_advance_watermark", "to": step.to, "completed": completed,
+                                "watermark": m.current.services[DEFAULT_SERVICE].watermark})
+        elif op == "advance_processing_time":
+            m.advance_processing_time(step.to)
+        elif op == "on_fire":
+            then = [spec.reaction(s.op, s.service, s.domain, s.namespace, s.ts) for s in step.then]
+            spec.add_reaction(m, step.service, step.domain, _model_key(step.key), step.namespace, step.ts, then)
+        elif op == "snapshot":
+            m.snapshot(step.id)
+        elif op == "count":
+            m.count()
+        else:
+            raise ValueError(f"unknown timers op {op!r}")
+
+
+def _decode_key(value: Any) -> Any:
+    return Int32(value["int32"]) if isinstance(value, dict) else value
+
+
+# -- whole scenarios -------------------------------------------------------------------------
+def run_impl(steps: Iterable, budget: int = DEFAULT_BUDGET) -> list[dict]:
+    run, trace = ImplTimersRun(budget), []
+    for index, step in enumerate(steps):
+        trace.extend(run.apply(step, index))
+        if run.ended:
+            break
+    return trace
+
+
+def run_model(steps: Iterable, reference: list[dict] | None = None, budget: int = DEFAULT_BUDGET) -> list[dict]:
+    """The model's trace; ties follow ``reference`` (a whole trace) where the model allows it."""
+    run, trace = ModelTimersRun(budget), []
+    reference = reference or []
+    for index, step in enumerate(steps):
+        events = run.apply(step, reference[len(trace):], index)
+        trace.extend(events)
+        if run.ended:
+            break
+    return trace
+
+
+def normalize(trace: list[dict], compare_error_text: bool = False) -> list:
+    """A trace in comparable form: runs of ``fire`` with equal domain and ts become sets; for
+    ``error`` only the event type (and fatality) counts."""
+    out: list = []
+    group: list = []
+    group_key = None
+
+    def flush() -> None:
+        nonlocal group, group_key
+        if group:
+            out.append(("ties", group_key, frozenset(group)))
+        group, group_key = [], None
+
+    for event in trace:
+        if event.get("event") == "fire":
+            key = (event.get("service"), event["domain"], event["ts"])
+            if key != group_key:
+                flush()
+                group_key = key
+            group.append(_freeze(event))
+            continue
+        flush()
+        if event.get("event") == "error" and not compare_error_text:
+            out.append(("error", bool(event.get("fatal"))))
+        else:
+            out.append(_freeze(event))
+    flush()
+    return out
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items() if k != "step"))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def same_trace(a: list[dict], b: list[dict]) -> bool:
+    return normalize(a) == normalize(b)
