@@ -100,13 +100,20 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         entry = self._peek_entry()
         return None if entry is None else entry[2]
 
-    def poll(self) -> E | None:
+    def poll(self, key_group: int | None = None) -> E | None:
+        """Removes and returns the head.
+
+        With ``key_group`` the removal is attributed to that key group, as Flink's
+        changelog-backed queues attribute it to the current key context (FLINK-26063): the
+        caller must set the key context to the head's key *before* polling.
+        """
         entry = self._peek_entry()
         if entry is None:
             return None
         heapq.heappop(self._heap)
-        del self._maps[entry[3]][entry[2]]
-        self._size -= 1
+        index = entry[3] if key_group is None else self._local_index(key_group)
+        if self._maps[index].pop(entry[2], None) is not None:
+            self._size -= 1
         return entry[2]
 
     def size(self) -> int:

@@ -23,7 +23,7 @@ DEFAULT_FIRING_BUDGET = 1_000_000
 __all__ = [
     "InternalTimer", "Triggerable", "KeyContext", "ProcessingTimeService", "ScheduledTimer",
     "ManualProcessingTimeService", "InternalTimerService", "InternalTimeServiceManager",
-    "InternalTimersSnapshot", "TimerFiringBudgetExceeded", "KeyGroupOutOfRangeError",
+    "InternalTimersSnapshot", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "KeyGroupOutOfRangeError",
     "MIN_WATERMARK", "MAX_WATERMARK",
 ]
 
@@ -37,6 +37,10 @@ class InternalTimer(NamedTuple):
 
 
 _new_timer = tuple.__new__  # InternalTimer without the NamedTuple constructor's overhead
+
+
+class NoCurrentKeyError(ValueError):
+    """A keyed timer operation with no key in the key context (Flink: NullPointerException)."""
 
 
 class TimerFiringBudgetExceeded(RuntimeError):
@@ -216,7 +220,10 @@ class InternalTimerService:
         return self.processing_time_service.get_current_processing_time()
 
     def _current_timer(self, namespace: Hashable, time: int) -> InternalTimer:
-        return _new_timer(InternalTimer, (time, self.key_context.get_current_key(), namespace))
+        key = self.key_context.get_current_key()
+        if key is None:
+            raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
+        return _new_timer(InternalTimer, (time, key, namespace))
 
     def register_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         queue = self.processing_time_timers_queue
@@ -257,12 +264,12 @@ class InternalTimerService:
         # Null out the physical timer in case a callback registers a processing-time timer.
         self.next_timer = None
         queue = self.processing_time_timers_queue
-        set_key = self.key_context.set_current_key
+        key_context = self.key_context
         on_processing_time = self.triggerable.on_processing_time
         fired = 0
         while (timer := queue.peek()) is not None and timer[0] <= time:
-            set_key(timer[1])
-            queue.poll()
+            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
+            queue.poll(key_context.get_current_key_group_index())
             on_processing_time(timer)
             fired += 1
             if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
@@ -281,12 +288,12 @@ class InternalTimerService:
         """
         self.current_watermark = time
         queue = self.event_time_timers_queue
-        set_key = self.key_context.set_current_key
+        key_context = self.key_context
         on_event_time = self.triggerable.on_event_time
         fired = 0
         while (timer := queue.peek()) is not None and timer[0] <= time:
-            set_key(timer[1])
-            queue.poll()
+            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
+            queue.poll(key_context.get_current_key_group_index())
             on_event_time(timer)
             fired += 1
             # Checked after at least one timer, to guarantee progress and prevent starvation.
@@ -362,12 +369,13 @@ class InternalTimeServiceManager:
         return service
 
     def advance_watermark(self, time: int) -> None:
-        for service in self.services.values():
+        # a service created by a callback during the advance gets the next watermark
+        for service in list(self.services.values()):
             service.advance_watermark(time)
 
     def try_advance_watermark(self, time: int, should_stop_advancing: Callable[[], bool]) -> bool:
         """Stops at the first interrupted service; later services keep their old watermark."""
-        for service in self.services.values():
+        for service in list(self.services.values()):
             if not service.try_advance_watermark(time, should_stop_advancing):
                 return False
         return True

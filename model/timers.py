@@ -134,6 +134,8 @@ class TimerModel:
 
     def _timer(self, namespace, ts) -> Timer:
         key = self.current.current_key
+        if key is None:
+            raise Rejected("no current key: set a key before registering or deleting a timer")
         if not self.current.owns(key):
             raise Rejected(f"key {key!r} is outside key groups {self.current.key_groups}")
         return (ts, key, namespace)
@@ -267,6 +269,10 @@ def at_most_one_physical_timer_at_head(inst: Instance) -> bool:
     for svc in inst.services.values():
         if svc.processing:
             if svc.physical is None:
+                # Flink compares a new head against Long.MAX_VALUE meaning "no head": a timer at
+                # MAX registered into an empty queue schedules no physical timer.
+                if min(t[0] for t in svc.processing) == MAX_TIME:
+                    continue
                 return False
             if inst.physical[svc.physical][0] > min(t[0] for t in svc.processing):
                 return False

@@ -1,0 +1,85 @@
+"""Explores a property with Hypothesis and reports the outcome as data (used by pytest, the
+CLI, the bug zoo and the Spark harness alike)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
+from hypothesis.stateful import get_state_machine_test
+
+from properties import scenario as sc
+from properties.reach import counting
+from properties.registry import Property
+from properties.verdict import Violation
+
+
+@dataclass
+class Exploration:
+    property: str
+    holds: bool
+    examples: int
+    steps: int
+    seconds: float
+    reach: dict = field(default_factory=dict)  # note() label -> count
+    invariant: str | None = None
+    message: str = ""
+    scenario: sc.Scenario | None = None  # the minimal failing scenario
+
+    @property
+    def verdict(self) -> str:
+        return "held" if self.holds else "failed"
+
+
+def exploration_settings(examples: int, step_count: int = 40, shrink: bool = True) -> settings:
+    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
+    if shrink:
+        phases.append(Phase.shrink)
+    return settings(
+        max_examples=examples, stateful_step_count=step_count, deadline=None, database=None,
+        report_multiple_bugs=False, print_blob=False, phases=phases,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def explore(prop: Property, examples: int, seed: int | None = None, step_count: int = 40,
+            shrink: bool = True) -> Exploration:
+    """Runs ``prop``'s state machine for ``examples`` examples; a failure is shrunk to a scenario."""
+    if prop.machine is None:
+        raise ValueError(f"property {prop.name!r} has no state machine to explore")
+    machine_class = prop.machine()
+    tally = {"examples": 0, "steps": 0}
+
+    def factory():
+        tally["examples"] += 1
+        machine = machine_class()
+        original = machine.do
+
+        def do(step):
+            tally["steps"] += 1
+            return original(step)
+
+        machine.do = do
+        return machine
+
+    test = get_state_machine_test(factory, settings=exploration_settings(examples, step_count, shrink))
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+    started = time.perf_counter()
+    with counting() as reach:
+        try:
+            test()
+        except Exception as e:  # a violation or a crash of the implementation
+            steps = getattr(e, "streamproof_steps", None)
+            scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name) if steps else None
+            invariant = e.invariant if isinstance(e, Violation) else f"crash: {type(e).__name__}"
+            return Exploration(prop.name, False, tally["examples"], tally["steps"],
+                               time.perf_counter() - started, dict(reach), invariant,
+                               _one_line(e), scenario)
+    return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:500]

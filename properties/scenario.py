@@ -1,0 +1,1100 @@
+"""Scenarios: load, validate and dump the JSON documents every check consumes (DESIGN.md §2).
+
+A scenario is ``{"format": "streamproof.scenario/1", "family": ..., "steps": [...], ...}``.
+Each family owns a step vocabulary: frozen dataclasses whose fields are declared with
+:func:`arg` and a field *kind* (:data:`INT64`, :class:`IntKind`, :class:`EnumKind`, ...).
+The kinds drive parsing, dumping and the JSON Schema (:func:`json_schema`), so validation and
+``properties/schemas/scenario.schema.json`` cannot drift apart.
+
+Every problem is reported as a one-line :class:`ScenarioError` naming the step and the field.
+Regenerate the schema file with
+``python3 -m properties.scenario > properties/schemas/scenario.schema.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterable
+
+from impl.keygroups import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    UPPER_BOUND_MAX_PARALLELISM,
+    Int32,
+)
+
+FORMAT = "streamproof.scenario/1"
+# io: unreadable file / not UTF-8; json: not JSON; invalid: wrong type, value or range;
+# missing / unknown_field / unknown_op: as named; semantic: a rule the JSON Schema cannot express
+# (family rules such as "new_instance first", and cross-field rules such as end < max_parallelism).
+ERROR_KINDS = ("io", "json", "invalid", "missing", "unknown_field", "unknown_op", "semantic")
+MAX_JSON_DEPTH = 64  # nesting allowed inside params / expected / flink_observed
+FAMILY_MODULES: list[str] = []  # modules that register more families; imported on demand
+
+_MISSING: Any = object()
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_NAMED_BOUNDS = {INT64_MIN: "-2^63", INT64_MAX: "2^63-1", INT32_MIN: "-2^31", INT32_MAX: "2^31-1"}
+
+
+# ----------------------------------------------------------------------------------- errors
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario; the message is always a single line.
+
+    ``step_index`` is the top-level step (0-based) and ``field`` the offending field, when known;
+    ``kind`` is one of :data:`ERROR_KINDS`.
+    """
+
+    def __init__(
+        self, message: str, step_index: int | None = None, field: str | None = None,
+        kind: str = "invalid",
+    ) -> None:
+        message = str(message).translate(_LINE_BREAKS)
+        super().__init__(message)
+        self.message = message
+        self.step_index = step_index
+        self.field = field
+        self.kind = kind
+
+    def with_prefix(self, prefix: str) -> ScenarioError:
+        """The same error with ``prefix: `` in front (e.g. the file path)."""
+        return ScenarioError(f"{prefix}: {self.message}", self.step_index, self.field, self.kind)
+
+
+def render(value: Any, limit: int = 60) -> str:
+    """A short one-line JSON-ish rendering of a (possibly non-JSON) value for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = _safe_repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _safe_repr(value: Any) -> str:
+    if isinstance(value, int):
+        return f"<integer of {value.bit_length()} bits>"
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not escape
+        return f"<{type(value).__name__}>"
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a value sits: the top-level step index and the message prefix."""
+
+    step_index: int | None = None
+    prefix: str = ""
+
+    def error(self, field: str | None, detail: str, kind: str = "invalid") -> ScenarioError:
+        parts = [p for p in (self.prefix, f"field '{field}'" if field is not None else "") if p]
+        return ScenarioError(": ".join(parts + [detail]), self.step_index, field, kind)
+
+    def expected(
+        self, field: str | None, what: str, got: Any = _MISSING, kind: str = "invalid"
+    ) -> ScenarioError:
+        if got is _MISSING:
+            return self.error(field, f"missing, expected {what}", "missing")
+        return self.error(field, f"expected {what}, got {render(got)}", kind)
+
+
+def step_error(
+    index: int, step: Step, field: str | None, what: str, got: Any = _MISSING,
+    kind: str = "semantic",
+) -> ScenarioError:
+    """An error about top-level step ``index`` (for family ``validate`` hooks)."""
+    return Loc(index, f"step {index} ({step.op})").expected(field, what, got, kind)
+
+
+# ------------------------------------------------------------------------------ field kinds
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bound(n: int) -> str:
+    return _NAMED_BOUNDS.get(n, str(n))
+
+
+class Kind:
+    """How one step field is read from JSON, written back, and described in the schema."""
+
+    expected: str = "a value"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> Any:
+        raise NotImplementedError
+
+    def dump(self, value: Any) -> Any:
+        return value
+
+    def freeze(self, value: Any) -> Any:
+        """Make a Python value given to a step constructor hashable (lists become tuples)."""
+        return value
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class IntKind(Kind):
+    """An integer in ``[lo, hi]``; bools and floats (even ``10.0``) are refused."""
+
+    lo: int
+    hi: int
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return f"an integer in [{_bound(self.lo)}, {_bound(self.hi)}]"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> int:
+        if not (_is_int(value) and self.lo <= value <= self.hi):
+            raise loc.expected(name, self.expected, value)
+        return int(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"type": "integer", "minimum": self.lo, "maximum": self.hi}
+
+
+@dataclass(frozen=True)
+class StrKind(Kind):
+    expected: str = "a string"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> str:
+        if not isinstance(value, str):
+            raise loc.expected(name, self.expected, value)
+        return str(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"type": "string"}
+
+
+@dataclass(frozen=True)
+class BoolKind(Kind):
+    expected: str = "true or false"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> bool:
+        if not isinstance(value, bool):
+            raise loc.expected(name, self.expected, value)
+        return value
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"type": "boolean"}
+
+
+@dataclass(frozen=True)
+class EnumKind(Kind):
+    """One of a fixed set of strings."""
+
+    values: tuple[str, ...]
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return "one of " + ", ".join(self.values)
+
+    def parse(self, value: Any, loc: Loc, name: str) -> str:
+        if not (isinstance(value, str) and value in self.values):
+            raise loc.expected(name, self.expected, value)
+        return str(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"enum": list(self.values)}
+
+
+KEY_EXPECTED = (
+    'a key (a string, an integer in [-2^63, 2^63-1], or {"int32": n} with n in [-2^31, 2^31-1])'
+)
+
+
+def _key_or_missing(value: Any) -> Any:
+    if isinstance(value, str):
+        return str(value)
+    if _is_int(value):
+        return int(value) if INT64_MIN <= value <= INT64_MAX else _MISSING
+    if isinstance(value, dict) and list(value) == ["int32"]:
+        n = value["int32"]
+        return Int32(int(n)) if _is_int(n) and INT32_MIN <= n <= INT32_MAX else _MISSING
+    return _MISSING
+
+
+def key_from_json(value: Any, where: str = "field 'key'") -> str | int | Int32:
+    """A key from JSON: string → str, integer → int (Java long), ``{"int32": n}`` → Int32."""
+    key = _key_or_missing(value)
+    if key is _MISSING:
+        raise ScenarioError(f"{where}: expected {KEY_EXPECTED}, got {render(value)}")
+    return key
+
+
+def key_to_json(key: str | int | Int32) -> Any:
+    """The JSON form of a key (inverse of :func:`key_from_json`)."""
+    if isinstance(key, Int32):
+        return {"int32": key.value}
+    if isinstance(key, str) or (_is_int(key) and INT64_MIN <= key <= INT64_MAX):
+        return key
+    raise TypeError(f"not a scenario key: {key!r}")
+
+
+@dataclass(frozen=True)
+class KeyKind(Kind):
+    expected: str = KEY_EXPECTED
+
+    def parse(self, value: Any, loc: Loc, name: str) -> Any:
+        key = _key_or_missing(value)
+        if key is _MISSING:
+            raise loc.expected(name, self.expected, value)
+        return key
+
+    def dump(self, value: Any) -> Any:
+        return key_to_json(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"anyOf": [
+            {"type": "string"},
+            INT64.schema(ref),
+            {"type": "object", "required": ["int32"], "additionalProperties": False,
+             "properties": {"int32": INT32.schema(ref)}},
+        ]}
+
+
+@dataclass(frozen=True)
+class KeyGroupRangeKind(Kind):
+    """``[start, end]`` (inclusive) with ``0 <= start <= end < 32768``; stored as a tuple.
+
+    ``start <= end`` and the step's ``end < max_parallelism`` are ``semantic`` errors: rules the
+    JSON Schema does not express.
+    """
+
+    expected: str = f"[start, end] with 0 <= start <= end < {UPPER_BOUND_MAX_PARALLELISM}"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> tuple[int, int]:
+        ok = (
+            isinstance(value, (list, tuple)) and len(value) == 2 and all(map(_is_int, value))
+            and all(0 <= v < UPPER_BOUND_MAX_PARALLELISM for v in value)
+        )
+        if not ok:
+            raise loc.expected(name, self.expected, value)
+        if value[0] > value[1]:  # a cross-item rule the JSON Schema does not express
+            raise loc.expected(name, self.expected, value, "semantic")
+        return (int(value[0]), int(value[1]))
+
+    def dump(self, value: Any) -> Any:
+        return list(value)
+
+    def freeze(self, value: Any) -> Any:
+        return tuple(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        bound = {"type": "integer", "minimum": 0, "maximum": UPPER_BOUND_MAX_PARALLELISM - 1}
+        return {"type": "array", "prefixItems": [bound, bound], "minItems": 2, "maxItems": 2}
+
+
+class StepsKind(Kind):
+    """A nested list of steps drawn from a restricted vocabulary (e.g. ``on_fire.then``)."""
+
+    def __init__(self, *classes: type[Step]) -> None:
+        self.classes = {cls.op: cls for cls in classes}
+        self.expected = "a list of steps"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> tuple:
+        if not isinstance(value, (list, tuple)):
+            raise loc.expected(name, self.expected, value)
+        return tuple(
+            parse_step(item, self.classes, Loc(loc.step_index, f"{loc.prefix} {name}[{i}]"))
+            for i, item in enumerate(value)
+        )
+
+    def dump(self, value: Any) -> Any:
+        return [s.to_json() for s in value]
+
+    def freeze(self, value: Any) -> Any:
+        return tuple(value)
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {"type": "array", "items": _dispatch_schema(self.classes.values(), ref)}
+
+
+INT64 = IntKind(INT64_MIN, INT64_MAX)
+INT32 = IntKind(INT32_MIN, INT32_MAX)
+STR = StrKind()
+BOOL = BoolKind()
+KEY = KeyKind()
+KEY_GROUP_RANGE = KeyGroupRangeKind()
+
+
+# ------------------------------------------------------------------------------------ steps
+
+
+def arg(kind: Kind, optional: bool = False) -> Any:
+    """Declare a step field of the given kind; optional fields default to ``None``."""
+    meta = {"kind": kind, "optional": optional}
+    return field(default=None, metadata=meta) if optional else field(metadata=meta)
+
+
+class Step:
+    """Base of all step dataclasses: ``op`` names the step, fields are declared with :func:`arg`."""
+
+    op: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                object.__setattr__(self, f.name, f.metadata["kind"].freeze(value))
+
+    @classmethod
+    def specs(cls) -> list[tuple[str, Kind, bool]]:
+        """``(name, kind, optional)`` for each field, in declaration order."""
+        fields = dataclasses.fields(cls)
+        return [(f.name, f.metadata["kind"], f.metadata["optional"]) for f in fields]
+
+    def to_json(self) -> dict:
+        """The step as a JSON object, ``op`` first, unset optional fields left out."""
+        out: dict[str, Any] = {"op": self.op}
+        for name, kind, _ in self.specs():
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = kind.dump(value)
+        return out
+
+    def check(self, loc: Loc) -> None:
+        """Cross-field rules; raise ``loc.expected(...)``. Default: none."""
+
+
+def step(cls: type) -> type:
+    """Class decorator: make a frozen step dataclass and check its declaration."""
+    cls = dataclass(frozen=True)(cls)
+    if not (issubclass(cls, Step) and cls.op):
+        raise TypeError(f"{cls.__name__} must subclass Step and set op")
+    for f in dataclasses.fields(cls):
+        if not isinstance(f.metadata.get("kind"), Kind):
+            raise TypeError(f"{cls.__name__}.{f.name} must be declared with arg(kind)")
+    return cls
+
+
+def parse_step(data: Any, classes: dict[str, type[Step]], loc: Loc) -> Step:
+    """Parse one step object against the allowed ``op → class`` vocabulary."""
+    if not isinstance(data, dict):
+        raise loc.expected(None, "an object with an 'op' field", data)
+    ops = "one of " + ", ".join(classes)
+    op = data.get("op", _MISSING)
+    if op is _MISSING:
+        raise loc.expected("op", ops)
+    if not (isinstance(op, str) and op in classes):
+        raise loc.expected("op", ops, op, kind="unknown_op")
+    cls = classes[op]
+    loc = Loc(loc.step_index, f"{loc.prefix} ({op})")
+    specs = cls.specs()
+    names = {name for name, _, _ in specs}
+    for key in data:
+        if key != "op" and key not in names:
+            allowed = ", ".join(["op", *(n for n, _, _ in specs)])
+            raise loc.error(str(key), f"unknown field (allowed: {allowed})", "unknown_field")
+    values = {}
+    for name, kind, optional in specs:
+        if name in data:
+            values[name] = kind.parse(data[name], loc, name)
+        elif not optional:
+            raise loc.expected(name, kind.expected)
+    result = cls(**values)
+    result.check(loc)
+    return result
+
+
+# --------------------------------------------------------------------------------- families
+
+
+@dataclass(frozen=True)
+class Family:
+    """A step vocabulary plus an optional whole-scenario ``validate(scenario)`` hook."""
+
+    name: str
+    steps: dict[str, type[Step]]
+    validate: Callable[[Scenario], None] | None = None
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register_family(
+    name: str, step_classes: list[type], validate: Callable[[Scenario], None] | None = None
+) -> Family:
+    """Register (or replace) a family: its step classes and an optional semantic check.
+
+    ``validate(scenario)`` runs after every step parsed and raises :func:`step_error` /
+    :class:`ScenarioError` (kind ``"semantic"``) for rules the JSON Schema cannot express.
+    """
+    steps: dict[str, type[Step]] = {}
+    for cls in step_classes:
+        if not (isinstance(cls, type) and issubclass(cls, Step) and dataclasses.is_dataclass(cls)):
+            raise TypeError(f"{cls!r} is not a step class (use @step)")
+        if cls.op in steps:
+            raise ValueError(f"family {name}: op {cls.op!r} declared twice")
+        steps[cls.op] = cls
+    FAMILIES[name] = Family(name, steps, validate)
+    return FAMILIES[name]
+
+
+def _ensure_families() -> None:
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
+
+
+# -------------------------------------------------------------------------------- scenario
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario; build it with :func:`scenario_from_dict` or :func:`load_scenario`."""
+
+    family: str
+    steps: tuple
+    params: dict = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+    expected: tuple | None = None
+    flink_observed: tuple | None = None
+    property: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        for name in ("expected", "flink_observed"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def steps_json(self) -> list[dict]:
+        return [s.to_json() for s in self.steps]
+
+    def to_dict(self) -> dict:
+        """The canonical JSON-able form: with ``format``; ``None`` fields, empty params left out."""
+        out: dict[str, Any] = {"format": FORMAT, "family": self.family}
+        for name in ("name", "description", "property"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.params:
+            out["params"] = _copy_json(self.params)
+        out["steps"] = self.steps_json()
+        for name in ("expected", "flink_observed"):
+            if getattr(self, name) is not None:
+                out[name] = [_copy_json(item) for item in getattr(self, name)]
+        return out
+
+
+_TOP_LEVEL = (
+    "format", "family", "name", "description", "property", "params", "steps", "expected",
+    "flink_observed",
+)
+_TOP = Loc()
+
+
+def scenario_from_dict(d: object) -> Scenario:
+    """Validate a decoded JSON document and build the :class:`Scenario`; raises ScenarioError."""
+    if not isinstance(d, dict):
+        raise _TOP.expected(None, "a JSON object at the top level", d)
+    for key in d:
+        if key not in _TOP_LEVEL:
+            allowed = ", ".join(_TOP_LEVEL)
+            raise _TOP.error(str(key), f"unknown field (allowed: {allowed})", "unknown_field")
+    if "format" in d and d["format"] != FORMAT:
+        raise _TOP.expected("format", json.dumps(FORMAT), d["format"])
+    family = _family(d.get("family", _MISSING))
+    texts = {k: STR.parse(d[k], _TOP, k) for k in ("name", "description", "property") if k in d}
+    params = d.get("params", {})
+    if not isinstance(params, dict):
+        raise _TOP.expected("params", "an object", params)
+    lists = {k: _objects(d[k], k) for k in ("expected", "flink_observed") if k in d}
+    steps = d.get("steps", _MISSING)
+    if steps is _MISSING:
+        raise _TOP.expected("steps", "a list of steps")
+    if not isinstance(steps, (list, tuple)):
+        raise _TOP.expected("steps", "a list of steps", steps)
+    parsed = tuple(
+        parse_step(item, family.steps, Loc(i, f"step {i}")) for i, item in enumerate(steps)
+    )
+    scenario = Scenario(family.name, parsed, _copy_json(params, "params"), **texts, **lists)
+    if family.validate is not None:
+        family.validate(scenario)
+    return scenario
+
+
+def _family(value: Any) -> Family:
+    if not (isinstance(value, str) and value in FAMILIES):
+        _ensure_families()
+    if not (isinstance(value, str) and value in FAMILIES):
+        raise _TOP.expected("family", "one of " + ", ".join(FAMILIES), value)
+    return FAMILIES[value]
+
+
+def _objects(value: Any, name: str) -> tuple:
+    if not (isinstance(value, (list, tuple)) and all(isinstance(x, dict) for x in value)):
+        raise _TOP.expected(name, "a list of objects", value)
+    return tuple(_copy_json(x, name) for x in value)
+
+
+def _copy_json(value: Any, name: str = "value", depth: int = 0) -> Any:
+    """Check that ``value`` is plain JSON data (finite numbers, string keys) and copy it."""
+    ok = depth <= MAX_JSON_DEPTH
+    if ok and (value is None or isinstance(value, (bool, str))):
+        return value
+    if ok and _is_int(value) and value.bit_length() <= 10_000:
+        return int(value)
+    if ok and isinstance(value, float) and math.isfinite(value):
+        return value
+    if ok and isinstance(value, (list, tuple)):
+        return [_copy_json(x, name, depth + 1) for x in value]
+    if ok and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _copy_json(v, name, depth + 1) for k, v in value.items()}
+    what = f"plain JSON data (finite numbers, string keys, nested at most {MAX_JSON_DEPTH} deep)"
+    raise _TOP.expected(name, what, value)
+
+
+# ---------------------------------------------------------------------------- text and files
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {render(key)} in an object")
+        out[key] = value
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno} column {e.colno}"
+        raise ScenarioError(f"invalid JSON at {where}: {e.msg}", kind="json") from None
+    except RecursionError:
+        raise ScenarioError("invalid JSON: nested too deeply", kind="json") from None
+    except ValueError as e:  # duplicate keys, NaN/Infinity, integers with too many digits
+        raise ScenarioError(f"invalid JSON: {e}", kind="json") from None
+
+
+def load_scenario(text: str) -> Scenario:
+    """Parse and validate a scenario from JSON text (``bytes`` must be UTF-8)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text))
+    if not isinstance(text, str):
+        raise ScenarioError(f"expected JSON text, got {type(text).__name__}", kind="io")
+    return scenario_from_dict(_parse_json(text))
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(
+            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x} at offset {e.start}", kind="io"
+        ) from None
+
+
+def load_scenario_file(path: str | os.PathLike) -> Scenario:
+    """Load a scenario file; every error message starts with the path."""
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise ScenarioError(f"{where}: file not found", kind="io") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{where}: is a directory, not a scenario file", kind="io") from None
+    except OSError as e:
+        raise ScenarioError(f"{where}: cannot read: {e.strerror or e}", kind="io") from None
+    try:
+        return load_scenario(_decode(data))
+    except ScenarioError as e:
+        raise e.with_prefix(str(where)) from None
+
+
+def dump_scenario(scenario: Scenario, indent: int | None = None) -> str:
+    """JSON text: one line, or with ``indent`` one top-level key and one step per line."""
+    doc = scenario.to_dict()
+    text = _pretty(doc, indent) if indent is not None else json.dumps(doc, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: fall back to \\u escapes
+        text = _pretty(doc, indent, True) if indent is not None else json.dumps(doc)
+    return text
+
+
+def _pretty(doc: dict, indent: int, ascii_only: bool = False) -> str:
+    pad = " " * indent
+
+    def one(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=ascii_only)
+
+    lines = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            items = f",\n{pad}{pad}".join(one(x) for x in value)
+            lines.append(f"{pad}{one(key)}: [\n{pad}{pad}{items}\n{pad}]")
+        else:
+            lines.append(f"{pad}{one(key)}: {one(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+# ----------------------------------------------------------------------------- JSON Schema
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of every registered family, built from the field kinds.
+
+    It checks shapes, types and ranges; the family ``validate`` rules (instance before use,
+    restore after snapshot, subtask below parallelism, ...) and ``end < max_parallelism`` are
+    only checked by :func:`scenario_from_dict`.
+    """
+    _ensure_families()
+    names: dict[type, str] = {}
+    for family in FAMILIES.values():
+        for op, cls in family.steps.items():
+            names.setdefault(cls, f"{family.name}.{op}")
+
+    def ref(cls: type) -> str:
+        return f"#/$defs/{names[cls]}"
+
+    defs = {name: _step_schema(cls, ref) for cls, name in names.items()}
+    for family in FAMILIES.values():
+        defs[f"{family.name}.step"] = _dispatch_schema(family.steps.values(), ref)
+    json_objects = {"type": "array", "items": {"type": "object"}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://streamproof.dev/schemas/scenario.schema.json",
+        "title": "streamproof scenario",
+        "description": f"A {FORMAT} document; generated by properties.scenario.json_schema().",
+        "type": "object",
+        "required": ["family", "steps"],
+        "additionalProperties": False,
+        "properties": {
+            "format": {"const": FORMAT},
+            "family": {"enum": list(FAMILIES)},
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "property": {"type": "string"},
+            "params": {"type": "object"},
+            "steps": {"type": "array"},
+            "expected": json_objects,
+            "flink_observed": json_objects,
+        },
+        "allOf": [
+            {"if": {"properties": {"family": {"const": f.name}}, "required": ["family"]},
+             "then": {"properties": {"steps": {"items": {"$ref": f"#/$defs/{f.name}.step"}}}}}
+            for f in FAMILIES.values()
+        ],
+        "$defs": defs,
+    }
+
+
+def _step_schema(cls: type[Step], ref: Callable[[type], str]) -> dict:
+    props: dict[str, Any] = {"op": {"const": cls.op}}
+    required = ["op"]
+    for name, kind, optional in cls.specs():
+        props[name] = kind.schema(ref)
+        if not optional:
+            required.append(name)
+    return {"type": "object", "required": required, "additionalProperties": False,
+            "properties": props}
+
+
+def _dispatch_schema(classes: Iterable[type[Step]], ref: Callable[[type], str]) -> dict:
+    classes = list(classes)
+    return {
+        "type": "object",
+        "required": ["op"],
+        "properties": {"op": {"enum": [cls.op for cls in classes]}},
+        "allOf": [
+            {"if": {"properties": {"op": {"const": cls.op}}}, "then": {"$ref": ref(cls)}}
+            for cls in classes
+        ],
+    }
+
+
+# ----------------------------------------------------------------------------- timers family
+
+DOMAIN = EnumKind(("event", "processing"))
+MAX_PARALLELISM = IntKind(1, UPPER_BOUND_MAX_PARALLELISM)
+
+
+class _KeyGroupsCheck:
+    """``key_group_range`` must lie below ``max_parallelism``."""
+
+    max_parallelism: int
+    key_group_range: tuple[int, int]
+
+    def check(self, loc: Loc) -> None:
+        if self.key_group_range[1] >= self.max_parallelism:
+            what = f"[start, end] with end < max_parallelism ({self.max_parallelism})"
+            raise loc.expected("key_group_range", what, list(self.key_group_range), "semantic")
+
+
+@step
+class NewInstance(_KeyGroupsCheck, Step):
+    """Create a timer service instance owning the key groups of ``key_group_range``."""
+
+    op: ClassVar[str] = "new_instance"
+    max_parallelism: int = arg(MAX_PARALLELISM)
+    key_group_range: tuple[int, int] = arg(KEY_GROUP_RANGE)
+
+
+@step
+class UseInstance(Step):
+    """Send the following steps to an earlier instance (0 = the first one created)."""
+
+    op: ClassVar[str] = "use_instance"
+    index: int = arg(IntKind(0, INT32_MAX))
+
+
+@step
+class SetKey(Step):
+    """Set the current key (the key context of the following registrations)."""
+
+    op: ClassVar[str] = "set_key"
+    key: Any = arg(KEY)
+
+
+@step
+class Register(Step):
+    """Register a timer for the current key."""
+
+    op: ClassVar[str] = "register"
+    domain: str = arg(DOMAIN)
+    namespace: str = arg(STR)
+    ts: int = arg(INT64)
+    action: str | None = arg(EnumKind(("CANCEL", "TRIGGER", "WAIT")), optional=True)
+    service: str | None = arg(STR, optional=True)
+
+
+@step
+class Delete(Step):
+    """Delete a timer of the current key."""
+
+    op: ClassVar[str] = "delete"
+    domain: str = arg(DOMAIN)
+    namespace: str = arg(STR)
+    ts: int = arg(INT64)
+    service: str | None = arg(STR, optional=True)
+
+
+@step
+class AdvanceWatermark(Step):
+    op: ClassVar[str] = "advance_watermark"
+    to: int = arg(INT64)
+
+
+@step
+class TryAdvanceWatermark(Step):
+    """Advance with a should-stop that answers true once ``interrupt_after`` timers fired."""
+
+    op: ClassVar[str] = "try_advance_watermark"
+    to: int = arg(INT64)
+    interrupt_after: int = arg(IntKind(1, INT32_MAX))
+
+
+@step
+class AdvanceProcessingTime(Step):
+    op: ClassVar[str] = "advance_processing_time"
+    to: int = arg(INT64)
+
+
+@step
+class OnFire(Step):
+    """Steps run inside the callback of that timer, every time it fires, in its key context."""
+
+    op: ClassVar[str] = "on_fire"
+    domain: str = arg(DOMAIN)
+    key: Any = arg(KEY)
+    namespace: str = arg(STR)
+    ts: int = arg(INT64)
+    then: tuple = arg(StepsKind(Register, Delete))
+    service: str | None = arg(STR, optional=True)
+
+
+@step
+class Snapshot(Step):
+    op: ClassVar[str] = "snapshot"
+    id: str = arg(STR)
+
+
+@step
+class Restore(_KeyGroupsCheck, Step):
+    """A new instance restoring, from snapshot ``id``, the key groups in its range."""
+
+    op: ClassVar[str] = "restore"
+    id: str = arg(STR)
+    max_parallelism: int = arg(MAX_PARALLELISM)
+    key_group_range: tuple[int, int] = arg(KEY_GROUP_RANGE)
+
+
+@step
+class Count(Step):
+    """Observe the numbers of event, processing and physical timers."""
+
+    op: ClassVar[str] = "count"
+
+
+def validate_timers(scenario: Scenario) -> None:
+    """An instance exists before any step but ``on_fire``; indices and snapshot ids exist."""
+    instances, snapshots = 0, []
+    for i, s in enumerate(scenario.steps):
+        if isinstance(s, OnFire):
+            continue
+        if instances == 0 and not isinstance(s, NewInstance):
+            raise step_error(i, s, "op", "new_instance before any step other than on_fire", s.op)
+        if isinstance(s, UseInstance) and s.index >= instances:
+            what = f"an index below {instances} (instances so far)"
+            raise step_error(i, s, "index", what, s.index)
+        if isinstance(s, Restore) and s.id not in snapshots:
+            known = ", ".join(snapshots)
+            raise step_error(i, s, "id", f"the id of an earlier snapshot ({known})", s.id)
+        if isinstance(s, Snapshot):
+            snapshots.append(s.id)
+        if isinstance(s, (NewInstance, Restore)):
+            instances += 1
+    if instances == 0:
+        raise _TOP.expected("steps", "at least one new_instance step", [], "semantic")
+
+
+TIMER_STEPS = [
+    NewInstance, UseInstance, SetKey, Register, Delete, AdvanceWatermark, TryAdvanceWatermark,
+    AdvanceProcessingTime, OnFire, Snapshot, Restore, Count,
+]
+register_family("timers", TIMER_STEPS, validate_timers)
+
+
+# ---------------------------------------------------------------------------- mailbox family
+
+PRIORITY = IntKind(-1, INT32_MAX)  # -1 = TaskMailbox.MIN_PRIORITY: take any mail, deferrable too
+MAIL_PRIORITY = IntKind(0, INT32_MAX)
+
+
+@step
+class NewMailbox(Step):
+    op: ClassVar[str] = "new_mailbox"
+
+
+@step
+class Put(Step):
+    op: ClassVar[str] = "put"
+    mail: str = arg(STR)
+    priority: int = arg(MAIL_PRIORITY)
+    options: str = arg(EnumKind(("default", "deferrable", "urgent")))
+
+
+@step
+class TryTake(Step):
+    op: ClassVar[str] = "try_take"
+    priority: int = arg(PRIORITY)
+
+
+@step
+class CreateBatch(Step):
+    op: ClassVar[str] = "create_batch"
+
+
+@step
+class TryTakeFromBatch(Step):
+    op: ClassVar[str] = "try_take_from_batch"
+
+
+@step
+class TryYield(Step):
+    """An executor of that priority runs the mail it takes."""
+
+    op: ClassVar[str] = "try_yield"
+    priority: int = arg(PRIORITY)
+
+
+@step
+class ShouldInterrupt(Step):
+    op: ClassVar[str] = "should_interrupt"
+    priority: int = arg(PRIORITY)
+
+
+@step
+class HasMail(Step):
+    op: ClassVar[str] = "has_mail"
+
+
+@step
+class Size(Step):
+    op: ClassVar[str] = "size"
+
+
+@step
+class Quiesce(Step):
+    op: ClassVar[str] = "quiesce"
+
+
+@step
+class Close(Step):
+    op: ClassVar[str] = "close"
+
+
+def _first_step(scenario: Scenario, op: str) -> None:
+    if not scenario.steps:
+        raise _TOP.expected("steps", f"a first step {op}", [], "semantic")
+    first = scenario.steps[0]
+    if first.op != op:
+        raise step_error(0, first, "op", f"{op} as the first step", first.op)
+
+
+def validate_mailbox(scenario: Scenario) -> None:
+    """The first step is ``new_mailbox``."""
+    _first_step(scenario, "new_mailbox")
+
+
+MAILBOX_STEPS = [
+    NewMailbox, Put, TryTake, CreateBatch, TryTakeFromBatch, TryYield, ShouldInterrupt, HasMail,
+    Size, Quiesce, Close,
+]
+register_family("mailbox", MAILBOX_STEPS, validate_mailbox)
+
+
+# ------------------------------------------------------------------------------ valve family
+
+SUBTASK = IntKind(0, UPPER_BOUND_MAX_PARALLELISM - 1)
+EVENT = INT32  # the int payload of the test operator event
+CHECKPOINT = IntKind(0, INT64_MAX)
+RESTORED_CHECKPOINT = IntKind(-1, INT64_MAX)  # -1 = no checkpoint (restore to the initial state)
+
+
+@step
+class NewHolder(Step):
+    op: ClassVar[str] = "new_holder"
+    parallelism: int = arg(IntKind(1, UPPER_BOUND_MAX_PARALLELISM))
+
+
+@step
+class Send(Step):
+    """Coordinator → subtask, through the subtask's gateway."""
+
+    op: ClassVar[str] = "send"
+    subtask: int = arg(SUBTASK)
+    event: int = arg(EVENT)
+
+
+@step
+class FromSubtask(Step):
+    op: ClassVar[str] = "from_subtask"
+    subtask: int = arg(SUBTASK)
+    event: int = arg(EVENT)
+
+
+@step
+class Trigger(Step):
+    op: ClassVar[str] = "trigger"
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class Complete(Step):
+    op: ClassVar[str] = "complete"
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class Result(Step):
+    op: ClassVar[str] = "result"
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class Ack(Step):
+    op: ClassVar[str] = "ack"
+    subtask: int = arg(SUBTASK)
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class NotifyComplete(Step):
+    op: ClassVar[str] = "notify_complete"
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class NotifyAborted(Step):
+    op: ClassVar[str] = "notify_aborted"
+    checkpoint: int = arg(CHECKPOINT)
+
+
+@step
+class AbortTriggering(Step):
+    op: ClassVar[str] = "abort_triggering"
+
+
+@step
+class Reset(Step):
+    """Global failover: reset the coordinator to ``checkpoint`` (-1: none)."""
+
+    op: ClassVar[str] = "reset"
+    checkpoint: int = arg(RESTORED_CHECKPOINT)
+
+
+@step
+class FailSubtask(Step):
+    op: ClassVar[str] = "fail_subtask"
+    subtask: int = arg(SUBTASK)
+
+
+@step
+class RestartSubtask(Step):
+    """Region failover: a new attempt of ``subtask`` restored to ``checkpoint`` (-1: none)."""
+
+    op: ClassVar[str] = "restart_subtask"
+    subtask: int = arg(SUBTASK)
+    checkpoint: int = arg(RESTORED_CHECKPOINT)
+
+
+@step
+class Rpc(Step):
+    """How the RPCs of the following sends to ``subtask`` complete."""
+
+    op: ClassVar[str] = "rpc"
+    subtask: int = arg(SUBTASK)
+    mode: str = arg(EnumKind(("ack", "pending", "lost")))
+
+
+@step
+class RpcAckAll(Step):
+    op: ClassVar[str] = "rpc_ack_all"
+
+
+@step
+class RpcFailAll(Step):
+    op: ClassVar[str] = "rpc_fail_all"
+
+
+def validate_valve(scenario: Scenario) -> None:
+    """The first step is ``new_holder``; every subtask is below the current parallelism."""
+    _first_step(scenario, "new_holder")
+    parallelism = 0
+    for i, s in enumerate(scenario.steps):
+        if isinstance(s, NewHolder):
+            parallelism = s.parallelism
+        subtask = getattr(s, "subtask", None)
+        if subtask is not None and subtask >= parallelism:
+            what = f"a subtask below the parallelism {parallelism}"
+            raise step_error(i, s, "subtask", what, subtask)
+
+
+VALVE_STEPS = [
+    NewHolder, Send, FromSubtask, Trigger, Complete, Result, Ack, NotifyComplete, NotifyAborted,
+    AbortTriggering, Reset, FailSubtask, RestartSubtask, Rpc, RpcAckAll, RpcFailAll,
+]
+register_family("valve", VALVE_STEPS, validate_valve)
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2))
