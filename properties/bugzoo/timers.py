@@ -75,7 +75,8 @@ def equal_reregisters():
         kg = self.key_context.get_current_key_group_index()
         if not queue.contains(timer, kg):
             queue.add(timer, kg)
-            if old_head is None or time <= old_head[0]:  # BUG: <= instead of <
+            next_trigger_time = old_head[0] if old_head is not None else timers.MAX_WATERMARK
+            if time < next_trigger_time or (old_head is not None and time == old_head[0]):  # BUG
                 if self.next_timer is not None:
                     self.next_timer.cancel()
                 self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
