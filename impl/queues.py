@@ -74,10 +74,11 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         seq = next(self._seq)
         subset[element] = seq
         self._size += 1
-        heap = self._heap
-        head_before = self._peek_entry()
-        heapq.heappush(heap, (element[0], seq, element, index))
-        return head_before is None or element[0] < head_before[0]
+        entry = (element[0], seq, element, index)
+        heapq.heappush(self._heap, entry)
+        # The new entry has the largest sequence, so it surfaces as the live head iff every other
+        # live element has a strictly greater priority: exactly "element[0] < old head's".
+        return self._peek_entry() is entry
 
     def remove(self, element: E, key_group: int | None = None) -> bool:
         """Removes ``element`` if present. True iff it was present."""

@@ -65,8 +65,6 @@ class TimersMachine(RuleBasedStateMachine):
                 note("budget exceeded (fatal)" if e.get("fatal") else "step rejected")
             elif e["event"] == "physical_cancel":
                 note("physical timer moved earlier")
-        if step.op == "advance_processing_time" and not fires and any(e["event"] == "physical_register" for e in observed):
-            note("spurious wake-up re-registered the head")
         if step.op == "count" and len(self.run.impl.instances) > 1 and observed and observed[0].get("event_timers", 0) + observed[0].get("processing_timers", 0):
             note("restored instance holds timers")
 
@@ -91,6 +89,26 @@ class TimersMachine(RuleBasedStateMachine):
     def register(self, domain, namespace, ts, service):
         self.do(sc.Register(domain, namespace, ts, None, service))
         return (domain, self.run.impl.current.key_context.get_current_key(), namespace, ts, service)
+
+    @precondition(lambda self: self.active)
+    @rule(domain=DOMAINS, namespace=NAMESPACES, ts=TIMESTAMPS, keys=st.lists(KEYS, min_size=2, max_size=4))
+    def register_for_many_keys(self, domain, namespace, ts, keys):
+        """Many keys' timers at one timestamp (a window end shared by all keys): ties."""
+        for key in keys:
+            self.do(sc.SetKey(key))
+            self.do(sc.Register(domain, namespace, ts, None, None))
+
+    def _processing_head(self):
+        service = self.run.impl.current.manager.services.get("timers")
+        return service.processing_time_timers_queue.peek() if service else None
+
+    @precondition(lambda self: self.active and self._processing_head() is not None)
+    @rule()
+    def delete_processing_head(self):
+        """Deleting the head leaves its physical timer: the next wake-up is spurious."""
+        head = self._processing_head()
+        self.do(sc.SetKey(head.key))
+        self.do(sc.Delete("processing", head.namespace, head.timestamp, None))
 
     @precondition(lambda self: self.active)
     @rule(timer=timers)
@@ -118,6 +136,11 @@ class TimersMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.active)
     @rule(to=TIMESTAMPS)
     def advance_processing_time(self, to):
+        for service in self.run.impl.current.manager.services.values():
+            physical, head = service.next_timer, service.processing_time_timers_queue.peek()
+            if physical is not None and physical.pending and physical.timestamp <= to and (
+                    head is None or head.timestamp > physical.timestamp):
+                note("spurious wake-up (physical timer with nothing due)")
         self.do(sc.AdvanceProcessingTime(to))
 
     @precondition(lambda self: self.active)

@@ -28,7 +28,7 @@ TIMERS_DIFFERENTIAL = register(Property(
         "rescaled restore into split key-group ranges",
         "restored instance holds timers",
         "step rejected",
-        "spurious wake-up re-registered the head",
+        "spurious wake-up (physical timer with nothing due)",
         "physical timer moved earlier",
     ),
 ))

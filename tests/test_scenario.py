@@ -36,7 +36,7 @@ from properties.scenario import (
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "properties" / "schemas" / "scenario.schema.json"
 DOCS_FILE = ROOT / "docs" / "scenario-format.md"
-VECTORS = Path(os.environ.get("STREAMPROOF_VECTORS", "/work/shared/vectors"))
+from tests.vectors import VECTORS
 VECTOR_FILES = {
     "timers": "flink_timer_traces.json",
     "mailbox": "flink_mailbox_traces.json",
