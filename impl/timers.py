@@ -226,15 +226,18 @@ class InternalTimerService:
         return _new_timer(InternalTimer, (time, key, namespace))
 
     def register_processing_time_timer(self, namespace: Hashable, time: int) -> None:
-        queue = self.processing_time_timers_queue
-        old_head = queue.peek()
-        if queue.add(self._current_timer(namespace, time), self.key_context.get_current_key_group_index()):
-            next_trigger_time = old_head[0] if old_head is not None else MAX_WATERMARK
-            # Only a strictly earlier head moves the single physical timer.
-            if time < next_trigger_time:
-                if self.next_timer is not None:
-                    self.next_timer.cancel()
-                self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
+        # Only a strictly earlier head moves the single physical timer. add() is True iff the timer
+        # is strictly earlier than the old head, or the queue was empty: then, as Flink compares
+        # against Long.MAX_VALUE, a timer at MAX_WATERMARK schedules nothing.
+        if (
+            self.processing_time_timers_queue.add(
+                self._current_timer(namespace, time), self.key_context.get_current_key_group_index()
+            )
+            and time < MAX_WATERMARK
+        ):
+            if self.next_timer is not None:
+                self.next_timer.cancel()
+            self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
 
     def register_event_time_timer(self, namespace: Hashable, time: int) -> None:
         self.event_time_timers_queue.add(

@@ -279,7 +279,7 @@ def run_model(steps: Iterable, reference: list[dict] | None = None, budget: int 
 
 
 def normalize(trace: list[dict], compare_error_text: bool = False) -> list:
-    """A trace in comparable form: runs of ``fire`` with equal domain and ts become sets; for
+    """A trace in comparable form: runs of ``fire`` with equal domain and ts become multisets; for
     ``error`` only the event type (and fatality) counts."""
     out: list = []
     group: list = []
@@ -288,7 +288,7 @@ def normalize(trace: list[dict], compare_error_text: bool = False) -> list:
     def flush() -> None:
         nonlocal group, group_key
         if group:
-            out.append(("ties", group_key, frozenset(group)))
+            out.append(("ties", group_key, tuple(sorted(group, key=repr))))  # a multiset: duplicates count
         group, group_key = [], None
 
     for event in trace:

@@ -55,3 +55,10 @@ def test_tie_normalisation_does_not_hide_real_differences():
     i = next(i for i, e in enumerate(tampered) if e["event"] == "fire")
     tampered[i]["ts"] += 1
     assert not same_trace(run_impl(scenario_from_dict(case).steps), tampered)
+
+
+def test_tie_groups_are_multisets():
+    fire = {"event": "fire", "domain": "event", "key": "a", "namespace": "n", "ts": 1, "current_key": "a", "watermark": 1}
+    other = dict(fire, key="b", current_key="b")
+    assert same_trace([fire, other], [other, fire])
+    assert not same_trace([fire, fire], [fire])  # a duplicate firing is never hidden by a tie

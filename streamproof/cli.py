@@ -1,0 +1,389 @@
+"""The ``streamproof`` command line (DESIGN.md §5).
+
+Exit codes, for every command: 0 when everything held, 1 when a property failed or a bug variant
+survived, 2 on bad input (an unreadable or malformed scenario, an unknown property or variant, a
+bad option), reported as exactly one line ``streamproof: error: <message>`` on stderr.
+
+Each command is one function registered on :data:`cli`; the options several commands share are
+the ``*_option`` decorators below, so the faces still to come (``campaign``, ``prove``,
+``certify``, ``report``) join the group the same way. Heavy imports (Hypothesis, the state
+machines) happen inside the commands, so ``streamproof --version`` and ``replay`` start fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import click
+
+from properties import registry
+from properties.scenario import ScenarioError, dump_scenario, load_scenario_file
+from streamproof import __version__
+from streamproof.replay import NothingToCheck, ReplayResult, replay
+
+EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# click >= 8.2 raises this (a UsageError that prints the help) for a bare ``streamproof``: left alone.
+_NO_ARGS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+DEFAULT_OUT = "streamproof-failures"
+
+
+class InputError(click.ClickException):
+    """Bad input: exit 2 with one line on stderr."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: Any) -> None:
+        super().__init__(_one_line(str(message)))
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"streamproof: error: {self.format_message()}", file=file or sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "unknown error"
+
+
+def _input_error(e: BaseException) -> InputError:
+    if isinstance(e, click.UsageError):
+        return InputError(e.format_message())
+    if isinstance(e, KeyError) and e.args:  # UnknownProperty, unknown bug variant
+        return InputError(e.args[0])
+    return InputError(e)
+
+
+class StreamproofGroup(click.Group):
+    """Turns bad input anywhere (option parsing included) into exit 2 with one line."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except _NO_ARGS_HELP:
+            raise
+        except click.UsageError as e:
+            raise _input_error(e) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _NO_ARGS_HELP:
+            raise
+        except (click.UsageError, ScenarioError, registry.UnknownProperty, NothingToCheck) as e:
+            raise _input_error(e) from None
+
+
+@click.group(cls=StreamproofGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="streamproof", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Property-based verification of a Flink-style stream runtime's timers, checkpoints and
+    coordinator events. Exit codes: 0 all held, 1 a property failed or a bug survived, 2 bad
+    input."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script ``streamproof``."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="streamproof")
+
+
+# ------------------------------------------------------------------------------- shared bits
+
+def examples_option(f):
+    return click.option(
+        "--examples", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Hypothesis examples per property [default: the profile's, $HYPOTHESIS_PROFILE "
+             "(dev, ci, campaign; ci when unset)]")(f)
+
+
+def seed_option(f):
+    return click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+                        help="Hypothesis seed (runs are deterministic per seed)")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True,
+                        help="JSON Lines on stdout instead of text")(f)
+
+
+def _profile_defaults() -> tuple[int, int]:
+    """(examples, step count) of the active Hypothesis profile; the global profile is left as
+    it was, so running the CLI inside a test session changes nothing there."""
+    import os
+
+    from hypothesis import settings
+    from hypothesis.errors import InvalidArgument
+
+    from properties import profiles
+
+    current = getattr(settings, "get_current_profile_name", None)
+    previous = current() if current else getattr(settings, "_current_profile", "default")
+    try:
+        profiles.load_default()
+    except InvalidArgument:
+        name = os.environ.get("HYPOTHESIS_PROFILE")
+        raise InputError(f"unknown Hypothesis profile {name!r} in HYPOTHESIS_PROFILE; "
+                         f"known: {', '.join(profiles.PROFILES)}") from None
+    try:
+        return profiles.current_examples(), profiles.current_step_count()
+    finally:
+        settings.load_profile(previous)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def _progress(items: list, label: str, streaming: bool = False,
+              name=lambda item: getattr(item, "name", str(item))) -> Iterator[Iterable]:
+    """A progress bar on stderr when stderr is a terminal; the plain items otherwise. With
+    ``streaming`` (lines printed while the bar runs) only when stdout goes elsewhere."""
+    if not _isatty(sys.stderr) or (streaming and _isatty(sys.stdout)):
+        yield items
+        return
+    with click.progressbar(items, label=label, file=sys.stderr,
+                           item_show_func=lambda item: name(item) if item is not None else None) as bar:
+        yield bar
+
+
+def _table(header: Sequence[str], rows: list[Sequence[Any]], right: set[int] = frozenset()) -> list[str]:
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return [line(row) for row in cells]
+
+
+def _emit_json(obj: dict) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _compact(event: Any) -> str:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------------ check
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[PROPERTY]...")
+@examples_option
+@seed_option
+@json_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
+              show_default=True, help="Directory for the minimal failing scenarios")
+def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool, out: Path) -> None:
+    """Explore properties with Hypothesis (all of them by default; a family name selects its
+    properties). A failure is shrunk to a minimal scenario written to --out."""
+    from properties.explore import explore
+
+    props = _select_explorable(list(names))
+    default_examples, step_count = _profile_defaults()
+    examples = examples or default_examples
+    records = []
+    with _progress(props, "checking", streaming=as_json) as items:
+        for prop in items:
+            exploration = explore(prop, examples, seed=seed, step_count=step_count)
+            record = _CheckRecord(prop, exploration, seed)
+            if not exploration.holds and exploration.scenario is not None:
+                record.save(out, examples)
+            if as_json:
+                _emit_json(record.to_json())
+            records.append(record)
+    if not as_json:
+        _print_check_report(records)
+    click.get_current_context().exit(EXIT_HELD if all(r.exploration.holds for r in records) else EXIT_FAILED)
+
+
+def _select_explorable(names: list[str]) -> list[registry.Property]:
+    try:
+        props = registry.select(names)
+    except registry.UnknownProperty as e:
+        raise _input_error(e) from None
+    named = set(names)
+    for prop in props:
+        if prop.machine is None and prop.name in named:
+            raise InputError(f"property {prop.name!r} has no state machine to explore; "
+                             "replay its scenarios with 'streamproof replay'")
+    return [p for p in props if p.machine is not None]
+
+
+@dataclasses.dataclass
+class _CheckRecord:
+    prop: registry.Property
+    exploration: Any  # properties.explore.Exploration
+    seed: int
+    scenario: Any = None
+    scenario_file: Path | None = None
+    reproduced: bool | None = None
+
+    def save(self, out: Path, examples: int) -> None:
+        """Writes the minimal scenario and replays the file (a failure that does not replay from
+        its file is a streamproof bug, so it is checked here, at once)."""
+        e, prop = self.exploration, self.prop
+        self.scenario = dataclasses.replace(
+            e.scenario, name=f"{prop.name}-{self.seed}",
+            description=f"Minimal counterexample found by 'streamproof check {prop.name} --seed "
+                        f"{self.seed} --examples {examples}': {e.message}"[:1000],
+        )
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            path = out / f"{prop.name}-{self.seed}.json"
+            path.write_text(dump_scenario(self.scenario, indent=2), encoding="utf-8")
+        except OSError as err:
+            raise InputError(f"cannot write the failing scenario to {out}: {err.strerror or err}") from None
+        self.scenario_file = path
+        try:
+            self.reproduced = not replay(load_scenario_file(path)).holds
+        except (ScenarioError, NothingToCheck, registry.UnknownProperty):
+            self.reproduced = False
+
+    def reach(self) -> dict[str, int]:
+        counts = dict(self.exploration.reach)
+        ordered = {label: counts.pop(label, 0) for label in self.prop.reachability}
+        ordered.update(sorted(counts.items()))
+        return ordered
+
+    def to_json(self) -> dict:
+        e = self.exploration
+        return {
+            "property": self.prop.name, "family": self.prop.family, "verdict": e.verdict,
+            "examples": e.examples, "steps": e.steps, "seconds": round(e.seconds, 3),
+            "seed": self.seed, "reach": self.reach(), "invariant": e.invariant,
+            "message": e.message or None,
+            "scenario": self.scenario.to_dict() if self.scenario is not None else None,
+            "scenario_file": str(self.scenario_file) if self.scenario_file is not None else None,
+            "reproduced": self.reproduced,
+        }
+
+
+def _print_check_report(records: list[_CheckRecord]) -> None:
+    rows = [(r.prop.name, r.prop.family, "held" if r.exploration.holds else "FAILED", r.exploration.examples,
+             r.exploration.steps, f"{r.exploration.seconds:.2f}") for r in records]
+    for line in _table(("property", "family", "verdict", "examples", "steps", "seconds"), rows, {3, 4, 5}):
+        click.echo(line)
+    for r in records:
+        reach = r.reach()
+        click.echo("")
+        click.echo(f"reachability of {r.prop.name}:")
+        if not reach:
+            click.echo("  (no labels declared or reached)")
+        expected = set(r.prop.reachability)
+        rows = [(f"  {label}", count, "(never reached)" if count == 0 and label in expected else "")
+                for label, count in reach.items()]
+        for line in _table(("", "", ""), rows, {1})[1:]:
+            click.echo(line)
+    for r in records:
+        e = r.exploration
+        if e.holds:
+            continue
+        click.echo("")
+        click.echo(f"{r.prop.name} FAILED")
+        click.echo(f"  invariant: {e.invariant}")
+        click.echo(f"  message:   {e.message}")
+        if r.scenario_file is None:
+            click.echo("  scenario:  none recorded (the failure happened before any step)")
+            continue
+        click.echo(f"  scenario:  {r.scenario_file} ({len(r.scenario.steps)} steps)")
+        click.echo(f"  replay:    streamproof replay {shlex.quote(str(r.scenario_file))}")
+        if not r.reproduced:
+            click.echo("  warning:   replaying this file does not reproduce the failure "
+                       "(a streamproof bug: please report it)")
+    failed = sum(not r.exploration.holds for r in records)
+    click.echo("")
+    click.echo(f"{len(records) - failed} of {len(records)} properties held" if not failed
+               else f"FAILED: {failed} of {len(records)} properties failed")
+
+
+# ----------------------------------------------------------------------------------- replay
+
+@cli.command("replay")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@json_option
+def replay_command(files: tuple[str, ...], as_json: bool) -> None:
+    """Replay scenario files: check each against its property (or every property of its family)
+    and compare the implementation with the trace it carries (flink_observed, expected)."""
+    all_held = True
+    for file in files:
+        scenario = load_scenario_file(file)  # ScenarioError: exit 2, earlier output stays
+        try:
+            result = replay(scenario)
+        except (NothingToCheck, registry.UnknownProperty) as e:
+            raise InputError(f"{file}: {e.args[0]}") from None
+        all_held &= result.holds
+        if as_json:
+            _emit_json(result.to_json(file))
+        else:
+            _print_replay(file, result)
+    click.get_current_context().exit(EXIT_HELD if all_held else EXIT_FAILED)
+
+
+def _print_replay(file: str, result: ReplayResult) -> None:
+    title = f"{result.family}: {result.name}" if result.name else result.family
+    click.echo(f"== {file} ({title}) ==")
+    for event in result.observed:
+        click.echo(f"  {_compact(event)}")
+    for v in result.verdicts:
+        click.echo(f"property {v.property}: {v.verdict}")
+    if result.matches_expected is not None:
+        what = " and ".join(result.compared_with)
+        click.echo(f"matches {what}: yes" if result.matches_expected
+                   else f"matches {what}: NO ({result.mismatch})")
+    click.echo("verdict: held" if result.holds else f"verdict: FAILED ({result.failure()})")
+    click.echo("")
+
+
+# ----------------------------------------------------------------------------------- bugzoo
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[VARIANT]...")
+@examples_option
+@seed_option
+@json_option
+def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool) -> None:
+    """Hunt the known-bug variants: each is applied as a patch and its property explored; every
+    variant must be caught (exit 1 when one survives)."""
+    from properties.bugzoo import all_variants, get_variant, hunt
+
+    try:
+        variants = [get_variant(n) for n in dict.fromkeys(names)] if names else all_variants()
+    except KeyError as e:
+        raise _input_error(e) from None
+    default_examples, _ = _profile_defaults()
+    examples = examples or default_examples
+    rows, survived = [], 0
+    with _progress(variants, "hunting", streaming=as_json) as items:
+        for bug in items:
+            e = hunt(bug, examples, seed)
+            caught = not e.holds
+            survived += not caught
+            length = len(e.scenario.steps) if e.scenario is not None else None
+            if as_json:
+                _emit_json({
+                    "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
+                    "caught": caught, "seconds": round(e.seconds, 3), "examples": e.examples,
+                    "explored_steps": e.steps, "counterexample_steps": length,
+                    "invariant": e.invariant, "message": e.message or None,
+                    "scenario": e.scenario.to_dict() if e.scenario is not None else None,
+                })
+            rows.append((bug.name, bug.source, "yes" if caught else "NO", f"{e.seconds:.2f}" if caught else "-", e.examples,
+                         length if length is not None else "-", e.invariant or "-"))
+    if not as_json:
+        header = ("variant", "source", "caught", "time to detect (s)", "examples",
+                  "counterexample (steps)", "invariant")
+        for line in _table(header, rows, {3, 4, 5}):
+            click.echo(line)
+        click.echo("")
+        click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
+                   else f"FAILED: {survived} of {len(rows)} bug variants survived")
+    click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)

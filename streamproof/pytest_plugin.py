@@ -1,0 +1,61 @@
+"""The streamproof pytest plugin (entry point ``pytest11``).
+
+* marker ``@pytest.mark.streamproof(property="timers.differential")``: names the property a test
+  is about (``streamproof_check`` uses it when called without a name);
+* fixture ``streamproof_replay``: :func:`streamproof.replay.replay`, to check a scenario;
+* fixture ``streamproof_check``: ``streamproof_check(property=None, examples=100, seed=0)``
+  explores a property with Hypothesis and returns the
+  :class:`~properties.explore.Exploration` (it asserts nothing: the test decides).
+
+Everything heavy is imported inside the fixtures: loading the plugin costs nothing in a session
+that does not use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+MARKER = "streamproof"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(property=NAME): the streamproof property this test checks "
+        "(the default of the streamproof_check fixture)",
+    )
+
+
+def _marked_property(request: pytest.FixtureRequest) -> str | None:
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    return marker.kwargs.get("property", marker.args[0] if marker.args else None)
+
+
+@pytest.fixture
+def streamproof_replay() -> Callable:
+    """``replay(scenario) -> ReplayResult``."""
+    from streamproof.replay import replay
+
+    return replay
+
+
+@pytest.fixture
+def streamproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``check(property=None, examples=100, seed=0) -> Exploration``; the property defaults to
+    the test's ``@pytest.mark.streamproof(property=...)``."""
+
+    def check(property: str | None = None, examples: int = 100, seed: int | None = 0) -> Any:
+        from properties import registry
+        from properties.explore import explore
+
+        name = property or _marked_property(request)
+        if name is None:
+            pytest.fail("streamproof_check needs a property name or "
+                        "@pytest.mark.streamproof(property=...)", pytrace=False)
+        return explore(registry.get(name), examples, seed=seed)
+
+    return check
