@@ -67,7 +67,9 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         """Adds ``element`` unless present. True iff it became the new head (Flink's contract)."""
         if key_group is None:
             key_group = self._key_group_of(element)
-        index = self._local_index(key_group)
+        index = key_group - self._first
+        if index < 0 or index >= len(self._maps):
+            raise KeyGroupOutOfRangeError(key_group, self._range)
         subset = self._maps[index]
         if element in subset:
             return False

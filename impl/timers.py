@@ -56,20 +56,22 @@ class Triggerable(Protocol):
 class KeyContext:
     """The current key of a keyed operator and its key group (computed once per key change)."""
 
+    __slots__ = ("max_parallelism", "current_key", "current_key_group_index")
+
     def __init__(self, max_parallelism: int):
         self.max_parallelism = max_parallelism
-        self._key: Key | None = None
-        self._key_group = -1
+        self.current_key: Key | None = None
+        self.current_key_group_index = -1
 
     def set_current_key(self, key: Key) -> None:
-        self._key = key
-        self._key_group = assign_to_key_group(key, self.max_parallelism)
+        self.current_key_group_index = assign_to_key_group(key, self.max_parallelism)
+        self.current_key = key
 
     def get_current_key(self) -> Key | None:
-        return self._key
+        return self.current_key
 
     def get_current_key_group_index(self) -> int:
-        return self._key_group
+        return self.current_key_group_index
 
 
 # -- processing time ---------------------------------------------------------------------------
@@ -220,7 +222,7 @@ class InternalTimerService:
         return self.processing_time_service.get_current_processing_time()
 
     def _current_timer(self, namespace: Hashable, time: int) -> InternalTimer:
-        key = self.key_context.get_current_key()
+        key = self.key_context.current_key
         if key is None:
             raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
         return _new_timer(InternalTimer, (time, key, namespace))
@@ -231,7 +233,7 @@ class InternalTimerService:
         # against Long.MAX_VALUE, a timer at MAX_WATERMARK schedules nothing.
         if (
             self.processing_time_timers_queue.add(
-                self._current_timer(namespace, time), self.key_context.get_current_key_group_index()
+                self._current_timer(namespace, time), self.key_context.current_key_group_index
             )
             and time < MAX_WATERMARK
         ):
@@ -240,9 +242,12 @@ class InternalTimerService:
             self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
 
     def register_event_time_timer(self, namespace: Hashable, time: int) -> None:
-        self.event_time_timers_queue.add(
-            self._current_timer(namespace, time), self.key_context.get_current_key_group_index()
-        )
+        context = self.key_context
+        key = context.current_key
+        if key is None:
+            raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
+        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
+                                         context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         # Deletes never reschedule the physical timer: a deleted head causes a spurious wake-up.
