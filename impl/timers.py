@@ -267,23 +267,31 @@ class InternalTimerService:
             f"{what}({time}) call: a callback keeps registering due timers"
         )
 
+    def _fire_due(self, queue, time: int, callback, call: str,
+                  should_stop: Callable[[], bool] = lambda: False) -> tuple[bool, InternalTimer | None]:
+        """Fires the queue's timers <= ``time`` in order; returns (completed, the head left)."""
+        key_context = self.key_context
+        fired = 0
+        while (timer := queue.peek()) is not None and timer[0] <= time:
+            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
+            queue.poll(key_context.current_key_group_index)
+            callback(timer)
+            fired += 1
+            # Checked after at least one timer, to guarantee progress and prevent starvation.
+            if should_stop():
+                return False, queue.peek()
+            if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
+                raise self._over_budget(call, time)
+        return True, timer
+
     def on_processing_time(self, time: int) -> None:
         """Physical timer callback: fires every processing-time timer <= ``time``."""
         # Null out the physical timer in case a callback registers a processing-time timer.
         self.next_timer = None
-        queue = self.processing_time_timers_queue
-        key_context = self.key_context
-        on_processing_time = self.triggerable.on_processing_time
-        fired = 0
-        while (timer := queue.peek()) is not None and timer[0] <= time:
-            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
-            queue.poll(key_context.get_current_key_group_index())
-            on_processing_time(timer)
-            fired += 1
-            if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
-                raise self._over_budget("on_processing_time", time)
-        if timer is not None and self.next_timer is None:
-            self.next_timer = self.processing_time_service.register_timer(timer[0], self.on_processing_time)
+        _, head = self._fire_due(self.processing_time_timers_queue, time,
+                                 self.triggerable.on_processing_time, "on_processing_time")
+        if head is not None and self.next_timer is None:
+            self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
 
     def advance_watermark(self, time: int) -> None:
         """Sets the watermark, then fires every event-time timer <= ``time``."""
@@ -295,21 +303,9 @@ class InternalTimerService:
         Returns False when stopped (FLIP-443); the watermark is ``time`` either way.
         """
         self.current_watermark = time
-        queue = self.event_time_timers_queue
-        key_context = self.key_context
-        on_event_time = self.triggerable.on_event_time
-        fired = 0
-        while (timer := queue.peek()) is not None and timer[0] <= time:
-            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
-            queue.poll(key_context.get_current_key_group_index())
-            on_event_time(timer)
-            fired += 1
-            # Checked after at least one timer, to guarantee progress and prevent starvation.
-            if should_stop_advancing():
-                return False
-            if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
-                raise self._over_budget("advance_watermark", time)
-        return True
+        completed, _ = self._fire_due(self.event_time_timers_queue, time, self.triggerable.on_event_time,
+                                      "advance_watermark", should_stop_advancing)
+        return completed
 
     # -- inspection --------------------------------------------------------------------------
     def num_event_time_timers(self) -> int:

@@ -32,34 +32,20 @@ def patched(owner, **replacements):
          "attributed to the previous key's key group: the timer stays pending though it fired.")
 @contextmanager
 def key_context_after_poll():
-    def fire_due(self, queue, time, callback, what, should_stop=lambda: False):
+    def _fire_due(self, queue, time, callback, call, should_stop=lambda: False):
         fired = 0
         while (timer := queue.peek()) is not None and timer[0] <= time:
-            queue.poll(self.key_context.get_current_key_group_index())  # BUG: poll first
+            queue.poll(self.key_context.current_key_group_index)  # BUG: polled before the key is set
             self.key_context.set_current_key(timer[1])
             callback(timer)
             fired += 1
             if should_stop():
-                return False, timer
+                return False, queue.peek()
             if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
-                raise self._over_budget(what, time)
+                raise self._over_budget(call, time)
         return True, timer
 
-    def try_advance_watermark(self, time, should_stop_advancing):
-        self.current_watermark = time
-        done, _ = fire_due(self, self.event_time_timers_queue, time, self.triggerable.on_event_time,
-                           "advance_watermark", should_stop_advancing)
-        return done
-
-    def on_processing_time(self, time):
-        self.next_timer = None
-        _, timer = fire_due(self, self.processing_time_timers_queue, time, self.triggerable.on_processing_time,
-                            "on_processing_time")
-        if timer is not None and self.next_timer is None:
-            self.next_timer = self.processing_time_service.register_timer(timer[0], self.on_processing_time)
-
-    with patched(InternalTimerService, try_advance_watermark=try_advance_watermark,
-                 on_processing_time=on_processing_time):
+    with patched(InternalTimerService, _fire_due=_fire_due):
         yield
 
 
