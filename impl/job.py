@@ -1,0 +1,283 @@
+"""The job runtime: sources, a keyed exchange, operator tasks, the checkpoint coordinator, the
+completed-checkpoint store and failover (region or global, with or without rescaling).
+
+The job graph is ``source[s] --keyBy--> keyed operator + 2PC sink [p]``. Each source subtask
+reads a bounded list of elements (records and watermarks) with an offset that checkpoints
+record; records go to the operator subtask owning their key group, watermarks, barriers and
+EndOfData are broadcast. Time is simulated; :mod:`impl.sim` decides who runs next.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from impl.keygroups import (
+    KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
+    compute_operator_index_for_key_group,
+)
+from impl.operators import KeyedProcessFunction, StreamRecord
+from impl.sink import ExternalSystem
+from impl.task import CheckpointBarrier, EndOfData, OperatorTask, TaskConfig, TaskSnapshot, Watermark
+from impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+
+
+@dataclass
+class JobSpec:
+    """What to run: per source subtask its elements, the function, parallelism and configuration."""
+
+    sources: list[list]                              # per source subtask: StreamRecord / Watermark
+    function_factory: Callable[[], KeyedProcessFunction]
+    parallelism: int = 2
+    max_parallelism: int = 16
+    checkpoint_interval: int = 20                     # simulated time between checkpoint triggers
+    config: TaskConfig = field(default_factory=TaskConfig)
+    channel_capacity: int = 4                          # records in flight per channel (back-pressure)
+    failover_strategy: str = "region"                  # "region" or "full"
+    async_mail_rate: float = 0.3                       # chance that mail arrives while a timer fires
+    name: str = "keyed-process"
+
+
+@dataclass
+class CompletedCheckpoint:
+    checkpoint_id: int
+    source_offsets: list[int]
+    task_snapshots: list[TaskSnapshot]
+    parallelism: int
+
+
+class SourceTask:
+    """A bounded source subtask with an offset (its checkpointed state)."""
+
+    def __init__(self, index: int, elements: list, offset: int, job: "Job"):
+        self.index, self.elements, self.offset, self.job = index, elements, offset, job
+        self.ended = False
+
+    def is_runnable(self) -> bool:
+        if self.ended:
+            return False
+        if self.offset < len(self.elements):
+            element = self.elements[self.offset]
+            if isinstance(element, StreamRecord):
+                return self.job.has_capacity(self.index, self.job.route(element))
+        return True
+
+    def emit_next(self) -> None:
+        if self.offset < len(self.elements):
+            element = self.elements[self.offset]
+            self.offset += 1
+            if isinstance(element, StreamRecord):
+                self.job.send(self.index, self.job.route(element), element)
+            else:
+                self.job.broadcast(self.index, element)
+            return
+        if self.job.spec.config.drain:
+            self.job.broadcast(self.index, Watermark(MAX_WATERMARK))
+        self.job.broadcast(self.index, EndOfData())
+        self.ended = True
+
+
+class CheckpointCoordinator:
+    """Triggers checkpoints (one at a time), collects acknowledgements, completes and notifies."""
+
+    def __init__(self, job: "Job", interval: int, next_id: int = 1):
+        self.job, self.interval = job, interval
+        self.next_id = next_id
+        self.next_trigger = interval
+        self.pending: dict[int, dict] = {}
+        self.completed: list[CompletedCheckpoint] = []
+        self.aborted = 0
+
+    def latest(self) -> CompletedCheckpoint | None:
+        return self.completed[-1] if self.completed else None
+
+    def maybe_trigger(self, now: int) -> bool:
+        all_finished = all(t.input_ended for t in self.job.tasks)
+        if self.pending or (now < self.next_trigger and not all_finished):
+            return False
+        if all(t.state == t.TERMINATED for t in self.job.tasks):
+            return False
+        self.trigger(now)
+        return True
+
+    def trigger(self, now: int) -> int:
+        checkpoint_id = self.next_id
+        self.next_id += 1
+        self.next_trigger = now + self.interval
+        self.pending[checkpoint_id] = {
+            "offsets": [s.offset for s in self.job.sources],
+            "acks": {},
+            "expected": {t.subtask_index for t in self.job.tasks if t.state != t.TERMINATED},
+        }
+        for source in self.job.sources:
+            if not source.ended:
+                self.job.broadcast(source.index, CheckpointBarrier(checkpoint_id))
+        for task in self.job.tasks:
+            if task.input_ended and task.state != task.TERMINATED:
+                task.trigger_checkpoint_after_input_ended(checkpoint_id)
+        self.job.events.append(("trigger", checkpoint_id, now))
+        return checkpoint_id
+
+    def acknowledge(self, attempt: int, checkpoint_id: int, snapshot: TaskSnapshot) -> None:
+        pending = self.pending.get(checkpoint_id)
+        if pending is None or attempt != self.job.attempt:
+            return  # a late acknowledgement of an aborted checkpoint or an old attempt
+        pending["acks"][snapshot.subtask_index] = snapshot
+        if set(pending["acks"]) >= pending["expected"]:
+            del self.pending[checkpoint_id]
+            done = CompletedCheckpoint(checkpoint_id, pending["offsets"],
+                                       [pending["acks"][i] for i in sorted(pending["acks"])], len(self.job.tasks))
+            if self.latest() is not None:
+                done = self._carry_terminated(done)
+            self.completed.append(done)
+            self.job.events.append(("complete", checkpoint_id))
+            for task in self.job.tasks:
+                if task.state not in (task.TERMINATED, task.FAILED):
+                    task.notify_checkpoint_complete(checkpoint_id)
+
+    def _carry_terminated(self, done: CompletedCheckpoint) -> CompletedCheckpoint:
+        """A terminated task acknowledges nothing more: its last snapshot stays valid."""
+        have = {s.subtask_index for s in done.task_snapshots}
+        carried = [s for s in self.latest().task_snapshots if s.subtask_index not in have]
+        snapshots = sorted(done.task_snapshots + carried, key=lambda s: s.subtask_index)
+        return CompletedCheckpoint(done.checkpoint_id, done.source_offsets, snapshots, done.parallelism)
+
+    def task_finished(self, task: OperatorTask) -> None:
+        """FLIP-147: a task whose input ended acknowledges the checkpoints still pending."""
+        for checkpoint_id, pending in self.pending.items():
+            if task.subtask_index not in pending["acks"]:
+                task.trigger_checkpoint_after_input_ended(checkpoint_id)
+
+    def abort_pending(self) -> None:
+        self.aborted += len(self.pending)
+        self.pending.clear()
+
+
+class Job:
+    """A running job: its current attempt's tasks, channels, clock and coordinator."""
+
+    def __init__(self, spec: JobSpec, external: ExternalSystem | None = None, rng: random.Random | None = None):
+        self.spec = spec
+        self.rng = rng or random.Random(0)
+        self.external = external or ExternalSystem()
+        self.now = 0
+        self.attempt = 0
+        self.parallelism = spec.parallelism
+        self.events: list[tuple] = []
+        self.output_logs: list[tuple[int, int, list]] = []  # (attempt, subtask, output log) of every task
+        self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
+        self.failovers = 0
+        self._deploy(None)
+
+    # -- topology ---------------------------------------------------------------------------
+    def route(self, record: StreamRecord) -> int:
+        kg = assign_to_key_group(record.key, self.spec.max_parallelism)
+        return compute_operator_index_for_key_group(self.spec.max_parallelism, self.parallelism, kg)
+
+    def has_capacity(self, source: int, target: int) -> bool:
+        channel = self.tasks[target].inputs[source]
+        return sum(isinstance(e, StreamRecord) for e in channel) < self.spec.channel_capacity
+
+    def send(self, source: int, target: int, element: Any) -> None:
+        self.tasks[target].receive(source, element)
+
+    def broadcast(self, source: int, element: Any) -> None:
+        for task in self.tasks:
+            task.receive(source, element)
+
+    # -- deployment and failover ------------------------------------------------------------
+    def _deploy(self, checkpoint: CompletedCheckpoint | None) -> None:
+        spec, p = self.spec, self.parallelism
+        offsets = checkpoint.source_offsets if checkpoint else [0] * len(spec.sources)
+        self.sources = [SourceTask(i, elements, offsets[i], self) for i, elements in enumerate(spec.sources)]
+        self.clock = ManualProcessingTimeService(start=self.now)
+        self.tasks = []
+        for i in range(p):
+            kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, p, i)
+            task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
+                                len(spec.sources), _MailboxTimers(self.clock, self, i), self.external, spec.config,
+                                self._acknowledger(self.attempt))
+            task.on_finished = self.coordinator.task_finished
+            task.watermark_processor.should_interrupt = self._interrupt_check(task)
+            self.tasks.append(task)
+            self.output_logs.append((self.attempt, i, task.output_log))
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        for task in self.tasks:
+            task.open()
+
+    def _restore(self, checkpoint: CompletedCheckpoint) -> None:
+        p = self.parallelism
+        for task in self.tasks:
+            owned = [s for s in checkpoint.task_snapshots
+                     if s.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
+            sink_states = [s.sink for s in checkpoint.task_snapshots if s.subtask_index % p == task.subtask_index]
+            task.restore(owned, sink_states)
+        # unaligned checkpoints: in-flight records are delivered again, re-routed by key group
+        for snapshot in checkpoint.task_snapshots:
+            for channel, element in snapshot.channel_state:
+                if isinstance(element, StreamRecord):
+                    self.tasks[self.route(element)].receive(channel, element)
+
+    def _interrupt_check(self, task: OperatorTask):
+        """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail
+        may land in the mailbox before the task asks whether to interrupt."""
+        def should_interrupt() -> bool:
+            if self.rng.random() < self.spec.async_mail_rate:
+                task.executor.execute(lambda: None, "rpc")
+            return task.executor.should_interrupt()
+        return should_interrupt
+
+    def _acknowledger(self, attempt: int):
+        return lambda checkpoint_id, snapshot: self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)
+
+    def regions(self) -> list[set]:
+        """Pipelined regions: tasks connected by pipelined (here: all-to-all keyed) edges."""
+        return [set(range(len(self.tasks)))] if self.spec.sources else [{i} for i in range(len(self.tasks))]
+
+    def failover(self, failed_subtask: int, reason: str, new_parallelism: int | None = None) -> None:
+        """Restarts the failed task's region (every task here) from the latest completed checkpoint."""
+        region = next(r for r in self.regions() if failed_subtask in r) if self.spec.failover_strategy == "region" \
+            else set(range(len(self.tasks)))
+        for i in region:
+            self.tasks[i].fail()
+        self.coordinator.abort_pending()
+        self.failovers += 1
+        self.attempt += 1
+        if new_parallelism is not None:
+            self.parallelism = new_parallelism
+        latest = self.coordinator.latest()
+        self.events.append(("failover", reason, failed_subtask, latest.checkpoint_id if latest else None,
+                            self.parallelism))
+        self._deploy(latest)
+
+    # -- progress ---------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return all(t.state == t.TERMINATED for t in self.tasks)
+
+    def advance_clock(self, now: int) -> None:
+        self.now = now
+        self.clock.advance_to(now)
+
+
+class _MailboxTimers:
+    """The task's processing-time service: physical timers fire as mail in the task's mailbox."""
+
+    def __init__(self, clock: ManualProcessingTimeService, job: Job, subtask: int):
+        self.clock, self.job, self.subtask = clock, job, subtask
+
+    def get_current_processing_time(self) -> int:
+        return self.clock.get_current_processing_time()
+
+    def register_timer(self, timestamp: int, callback):
+        task_ref = lambda: self.job.tasks[self.subtask]
+        attempt = self.job.attempt
+
+        def defer_to_mailbox(ts: int) -> None:
+            task = task_ref()
+            if self.job.attempt == attempt and task.state not in (task.FAILED, task.TERMINATED):
+                task.executor.execute(lambda: callback(ts), f"processing timer {ts}")
+
+        return self.clock.register_timer(timestamp, defer_to_mailbox)

@@ -1,0 +1,81 @@
+"""The deterministic scheduler of a job: a pure function of the job spec, the seed and the fault
+schedule. Each step runs one enabled action chosen by a seeded random generator (a source emits
+an element, or a task runs one mailbox step), advances simulated time by one unit, lets the
+coordinator trigger a checkpoint when due, and applies the faults scheduled for that point.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from impl.job import Job, JobSpec
+from impl.sink import ExternalSystem
+
+
+class SimulationError(RuntimeError):
+    """The job did not finish: no enabled action (deadlock) or the step budget ran out."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """``kind``: ``fail`` (at step ``at``), ``fail_in_interrupted_firing`` (the ``nth`` time a task is
+    between two parts of an interrupted firing), or ``rescale`` (at step ``at`` to ``parallelism``)."""
+
+    kind: str
+    at: int = 0
+    nth: int = 1
+    subtask: int = 0
+    parallelism: int | None = None
+
+
+@dataclass
+class SimulationResult:
+    committed: list
+    steps: int
+    failovers: int
+    checkpoints: int
+    output_logs: list
+    events: list
+    interrupted_firings_seen: int = 0
+    faults_applied: list = field(default_factory=list)
+
+
+def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
+             external: ExternalSystem | None = None) -> SimulationResult:
+    rng = random.Random(seed)
+    job = Job(spec, external, random.Random(rng.random()))
+    pending = sorted(faults, key=lambda f: (f.kind != "fail_in_interrupted_firing", f.at))
+    applied: list[Fault] = []
+    interrupted_seen = 0
+    step = 0
+    while not job.done:
+        if step >= max_steps:
+            raise SimulationError(f"job did not finish within {max_steps} steps (livelock?)")
+        step += 1
+        job.advance_clock(step)
+        job.coordinator.maybe_trigger(step)
+        if any(t.watermark_processor.progress_watermark_scheduled for t in job.tasks if t.state != t.FAILED):
+            interrupted_seen += 1
+            due = next((f for f in pending if f.kind == "fail_in_interrupted_firing" and f.nth <= interrupted_seen), None)
+            if due is not None:
+                pending.remove(due)
+                applied.append(due)
+                victim = next(t for t in job.tasks if t.watermark_processor.progress_watermark_scheduled)
+                job.failover(victim.subtask_index, "failure inside an interrupted firing")
+                continue
+        due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step), None)
+        if due is not None:
+            pending.remove(due)
+            applied.append(due)
+            job.failover(due.subtask % len(job.tasks), due.kind, due.parallelism if due.kind == "rescale" else None)
+            continue
+        actions = [s.emit_next for s in job.sources if s.is_runnable()]
+        actions += [t.run_step for t in job.tasks if t.is_runnable()]
+        if not actions:
+            if job.coordinator.pending or any(t.state == t.FINISHED for t in job.tasks):
+                continue  # waiting for a checkpoint to complete: time passes
+            raise SimulationError(f"deadlock at step {step}: no source or task can run")
+        rng.choice(actions)()
+    return SimulationResult(job.external.output(), step, job.failovers, len(job.coordinator.completed),
+                            job.output_logs, job.events, interrupted_seen, applied)

@@ -1,0 +1,319 @@
+"""A stream task: one keyed operator with a chained two-phase-commit sink, driven by a mailbox.
+
+As in Flink's ``StreamTask``: input processing is the mailbox's default action; mail (timers,
+checkpoint notifications, watermark continuations) runs between input elements. Watermarks go
+through a :class:`StatusWatermarkValve` (minimum over input channels) and a
+:class:`MailboxWatermarkProcessor` (FLIP-443: an interruptible advance continues in a deferrable
+mail). Barriers are aligned or unaligned. End of input with drain fires every event-time timer
+(``MAX_WATERMARK``), lets a pending continuation finish before EndOfData and ``finish()``
+(FLINK-39481), then waits for a final checkpoint to commit (FLIP-147).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from impl.keygroups import KeyGroupRange
+from impl.mailbox import MailboxExecutor, MailboxProcessor, MailOptions, TaskMailbox
+from impl.operators import KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, StreamRecord
+from impl.sink import ExternalSystem, TwoPhaseCommitSink
+from impl.timers import MAX_WATERMARK, MIN_WATERMARK
+
+INTERRUPTIBLE_TIMERS_KEY = "execution.checkpointing.unaligned.interruptible-timers.enabled"
+
+
+@dataclass(frozen=True)
+class Watermark:
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class CheckpointBarrier:
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class EndOfData:
+    """The upstream subtask has no more data (and, with drain, already sent MAX_WATERMARK)."""
+
+
+class StatusWatermarkValve:
+    """Combines the channels' watermarks: the minimum over channels not yet finished."""
+
+    def __init__(self, channels: int):
+        self.watermarks = [MIN_WATERMARK] * channels
+        self.finished = [False] * channels
+        self.last_output = MIN_WATERMARK
+
+    def input_watermark(self, channel: int, timestamp: int) -> int | None:
+        if timestamp > self.watermarks[channel]:
+            self.watermarks[channel] = timestamp
+        return self._combined()
+
+    def channel_finished(self, channel: int) -> int | None:
+        self.finished[channel] = True
+        return self._combined()
+
+    def _combined(self) -> int | None:
+        live = [w for w, done in zip(self.watermarks, self.finished) if not done]
+        if not live:
+            return None
+        combined = min(live)
+        if combined > self.last_output:
+            self.last_output = combined
+            return combined
+        return None
+
+
+class MailboxWatermarkProcessor:
+    """Flink's ``MailboxWatermarkProcessor`` (FLIP-443)."""
+
+    def __init__(self, operator: KeyedProcessOperator, executor: MailboxExecutor, emit_watermark: Callable[[int], None]):
+        self.operator, self.executor, self.emit_watermark = operator, executor, emit_watermark
+        self.should_interrupt: Callable[[], bool] = executor.should_interrupt
+        self.max_input_watermark = MIN_WATERMARK
+        self.progress_watermark_scheduled = False
+        self.interruptions = 0
+
+    def emit_watermark_inside_mailbox(self, timestamp: int) -> None:
+        self.max_input_watermark = max(self.max_input_watermark, timestamp)
+        self._emit_watermark_inside_mailbox()
+
+    def _emit_watermark_inside_mailbox(self) -> None:
+        manager = self.operator.time_service_manager
+        # Try to progress the watermark as far as we can.
+        if manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt):
+            # Timers all fired: the watermark may go downstream.
+            self.emit_watermark(self.max_input_watermark)
+        elif not self.progress_watermark_scheduled:
+            self.interruptions += 1
+            self.progress_watermark_scheduled = True
+            # Let other mail run first; deferrable so that yield() never runs it (FLINK-35528).
+            self.executor.execute(self._continue, "emitWatermarkInsideMailbox", MailOptions.DEFERRABLE)
+        # else: a continuation is already scheduled; it will pick up the new maximum.
+
+    def _continue(self) -> None:
+        self.progress_watermark_scheduled = False
+        self._emit_watermark_inside_mailbox()
+
+
+@dataclass
+class TaskSnapshot:
+    """What a task acknowledges for a checkpoint."""
+
+    subtask_index: int
+    key_group_range: KeyGroupRange
+    operator: OperatorSnapshot
+    sink: dict
+    channel_state: list = field(default_factory=list)  # (channel, element) captured by an unaligned checkpoint
+
+
+@dataclass
+class TaskConfig:
+    interruptible_timers: bool = False  # the job config key INTERRUPTIBLE_TIMERS_KEY
+    unaligned_checkpoints: bool = False
+    drain: bool = True
+    firing_budget: int = 1_000_000
+
+
+class OperatorTask:
+    """One parallel subtask of the keyed operator (and its chained sink)."""
+
+    RUNNING, ENDING, FINISHED, TERMINATED, FAILED = "RUNNING", "ENDING", "FINISHED", "TERMINATED", "FAILED"
+
+    def __init__(self, name: str, subtask_index: int, parallelism: int, attempt: int, max_parallelism: int,
+                 key_group_range: KeyGroupRange, function: KeyedProcessFunction, channels: int,
+                 processing_time_service, external: ExternalSystem, config: TaskConfig,
+                 acknowledge: Callable[[int, "TaskSnapshot"], None]):
+        self.name, self.subtask_index, self.attempt = name, subtask_index, attempt
+        self.config = config
+        self.acknowledge = acknowledge
+        self.key_group_range = key_group_range
+        self.mailbox = TaskMailbox()
+        self.processor = MailboxProcessor(self._process_input, self.mailbox)
+        self.executor = self.processor.get_main_mailbox_executor()
+        self.inputs: list[deque] = [deque() for _ in range(channels)]
+        self.blocked: set[int] = set()
+        self.valve = StatusWatermarkValve(channels)
+        self.channels_ended = [False] * channels
+        self.output_log: list[tuple] = []  # what left the operator: records, watermarks, EndOfData
+        self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
+                                             self._emit, subtask_index, parallelism, config.firing_budget)
+        self.sink = TwoPhaseCommitSink(name, subtask_index, external)
+        self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.executor, self._emit_watermark)
+        self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
+        self.state = self.RUNNING
+        self.pending_checkpoint: int | None = None
+        self.barriers_seen: set[int] = set()
+        self.recording: dict[int, list] = {}  # unaligned: channel -> in-flight elements captured
+        self.recording_channels: set[int] = set()  # channels whose barrier has not arrived yet
+        self.pending_snapshot: TaskSnapshot | None = None
+        self.next_channel = 0
+        self.on_finished: Callable[["OperatorTask"], None] | None = None
+
+    # -- life cycle -------------------------------------------------------------------------
+    def restore(self, snapshots: list[TaskSnapshot], sink_states: list[dict]) -> None:
+        """Initializes state from the snapshots of the previous attempts (any parallelism)."""
+        for snap in snapshots:
+            self.operator.initialize_state(snap.operator)
+        self.sink.initialize_state(sink_states)
+
+    def open(self) -> None:
+        self.operator.open()
+
+    def receive(self, channel: int, element: Any) -> None:
+        self.inputs[channel].append(element)
+
+    def is_runnable(self) -> bool:
+        if self.state in (self.TERMINATED, self.FAILED):
+            return False
+        return self.mailbox.has_mail() or self._input_available()
+
+    def run_step(self) -> bool:
+        """One mailbox step: the batch of mail, then one default action."""
+        return self.processor.run_mailbox_step()
+
+    # -- input ------------------------------------------------------------------------------
+    def _input_available(self) -> bool:
+        if self.state == self.ENDING:
+            return not self.watermark_processor.progress_watermark_scheduled
+        if self.state != self.RUNNING:
+            return False
+        return any(q and i not in self.blocked for i, q in enumerate(self.inputs))
+
+    def _process_input(self, controller) -> None:
+        """The default action: process one input element (or finish the input)."""
+        if self.state == self.ENDING:
+            if not self.watermark_processor.progress_watermark_scheduled:
+                self._end_input()
+            return
+        if self.state != self.RUNNING:
+            return
+        channel = self._next_channel()
+        if channel is None:
+            return
+        element = self.inputs[channel].popleft()
+        if channel in self.recording_channels and not isinstance(element, CheckpointBarrier):
+            self.recording[channel].append(element)
+        if isinstance(element, StreamRecord):
+            self.operator.process_element(element)
+        elif isinstance(element, Watermark):
+            combined = self.valve.input_watermark(channel, element.timestamp)
+            if combined is not None:
+                self._process_watermark(combined)
+        elif isinstance(element, CheckpointBarrier):
+            self._on_barrier(channel, element.checkpoint_id)
+        elif isinstance(element, EndOfData):
+            self.channels_ended[channel] = True
+            combined = self.valve.channel_finished(channel)
+            if combined is not None:
+                self._process_watermark(combined)
+            self._maybe_complete_alignment()
+            if all(self.channels_ended):
+                self.state = self.ENDING
+        else:
+            raise TypeError(f"unknown input element {element!r}")
+
+    def _next_channel(self) -> int | None:
+        n = len(self.inputs)
+        for k in range(n):
+            i = (self.next_channel + k) % n
+            if self.inputs[i] and i not in self.blocked:
+                self.next_channel = (i + 1) % n
+                return i
+        return None
+
+    def _process_watermark(self, timestamp: int) -> None:
+        if self.interruptible:
+            self.watermark_processor.emit_watermark_inside_mailbox(timestamp)
+        else:
+            self.operator.time_service_manager.advance_watermark(timestamp)
+            self._emit_watermark(timestamp)
+
+    def _emit(self, value: Any, timestamp: int | None) -> None:
+        if self.operator.finished:
+            raise RuntimeError(f"{self.name}[{self.subtask_index}] emitted {value!r} after finish()")
+        origin = "timer" if self.operator.context.time_domain else "element"
+        self.output_log.append(("record", value, timestamp, origin))
+        self.sink.invoke(value)
+
+    def _emit_watermark(self, timestamp: int) -> None:
+        # The downstream valve forwards only increasing watermarks; a repeated one is dropped here.
+        if not any(e[0] == "watermark" for e in self.output_log) or timestamp > self._last_output_watermark():
+            self.output_log.append(("watermark", timestamp))
+
+    def _last_output_watermark(self) -> int:
+        return max((e[1] for e in self.output_log if e[0] == "watermark"), default=MIN_WATERMARK)
+
+    # -- end of input ----------------------------------------------------------------------
+    def _end_input(self) -> None:
+        """All channels ended: EndOfData downstream, finish(), then wait for the final checkpoint."""
+        self.output_log.append(("end_of_data",))
+        self.operator.finish()
+        self.state = self.FINISHED
+        if self.on_finished is not None:
+            self.on_finished(self)
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _on_barrier(self, channel: int, checkpoint_id: int) -> None:
+        if self.pending_checkpoint is None:
+            self.pending_checkpoint = checkpoint_id
+            self.barriers_seen = set()
+            if self.config.unaligned_checkpoints:
+                # Unaligned: snapshot at the first barrier; the other channels' in-flight data up to
+                # their barrier becomes channel state.
+                self.pending_snapshot = self._snapshot(checkpoint_id)
+                self.recording = {i: [] for i in range(len(self.inputs)) if i != channel and not self.channels_ended[i]}
+                self.recording_channels = set(self.recording)
+        self.barriers_seen.add(channel)
+        if self.config.unaligned_checkpoints:
+            self.recording_channels.discard(channel)  # in-flight data of this channel is complete
+        else:
+            self.blocked.add(channel)  # aligned: hold this channel until every barrier arrived
+        self._maybe_complete_alignment()
+
+    def _maybe_complete_alignment(self) -> None:
+        if self.pending_checkpoint is None:
+            return
+        waiting = [i for i in range(len(self.inputs)) if i not in self.barriers_seen and not self.channels_ended[i]]
+        if waiting:
+            return
+        checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
+        if self.config.unaligned_checkpoints:
+            snapshot = self.pending_snapshot
+            snapshot.channel_state = [(i, e) for i, elements in sorted(self.recording.items()) for e in elements]
+            self.recording, self.recording_channels, self.pending_snapshot = {}, set(), None
+        else:
+            snapshot = self._snapshot(checkpoint_id)
+        self.blocked.clear()
+        self.acknowledge(checkpoint_id, snapshot)
+
+    def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        return TaskSnapshot(self.subtask_index, self.key_group_range, self.operator.snapshot_state(),
+                            self.sink.snapshot_state(checkpoint_id))
+
+    def trigger_checkpoint_after_input_ended(self, checkpoint_id: int) -> None:
+        """FLIP-147: a task whose input ended is checkpointed directly (as a mail)."""
+        self.executor.execute(lambda: self.acknowledge(checkpoint_id, self._snapshot(checkpoint_id)),
+                              f"checkpoint {checkpoint_id} of finished task")
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        def notify() -> None:
+            self.sink.notify_checkpoint_complete(checkpoint_id)
+            if self.state == self.FINISHED and not self.sink.pending and not self.sink.current:
+                self.operator.close()
+                self.state = self.TERMINATED
+        self.executor.execute(notify, f"notifyCheckpointComplete {checkpoint_id}")
+
+    def fail(self) -> None:
+        """Cancelled by a failover: uncommitted data is aborted; the mailbox is closed."""
+        self.state = self.FAILED
+        self.sink.abort()
+        self.mailbox.quiesce()
+        self.mailbox.close()
+
+    @property
+    def input_ended(self) -> bool:
+        return self.state in (self.FINISHED, self.TERMINATED)
