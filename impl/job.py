@@ -166,6 +166,7 @@ class Job:
         self.parallelism = spec.parallelism
         self.events: list[tuple] = []
         self.output_logs: list[tuple[int, int, list]] = []  # (attempt, subtask, output log) of every task
+        self.all_tasks: list[OperatorTask] = []  # every attempt's tasks
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
         self._deploy(None)
@@ -201,6 +202,7 @@ class Job:
             task.on_finished = self.coordinator.task_finished
             task.watermark_processor.should_interrupt = self._interrupt_check(task)
             self.tasks.append(task)
+            self.all_tasks.append(task)
             self.output_logs.append((self.attempt, i, task.output_log))
         if checkpoint is not None:
             self._restore(checkpoint)

@@ -271,6 +271,7 @@ class KeyedProcessOperator:
         self.runtime_context = RuntimeContext(self.state_backend, subtask_index, parallelism)
         self.user_timer_service: TimerService | None = None
         self.finished = self.closed = False
+        self.timers_fired = 0
 
     def use_interruptible_timers(self) -> bool:
         return bool(getattr(self.function, "interruptible_timers", False))
@@ -312,6 +313,7 @@ class KeyedProcessOperator:
         self._on_timer(timer, "processing")
 
     def _on_timer(self, timer: InternalTimer, domain: str) -> None:
+        self.timers_fired += 1
         self.context._timestamp = self.output.timestamp = timer.timestamp
         self.context.time_domain = domain
         self.function.on_timer(timer.timestamp, self.context, self.output)

@@ -39,6 +39,7 @@ class SimulationResult:
     events: list
     interrupted_firings_seen: int = 0
     faults_applied: list = field(default_factory=list)
+    stalled_firings: list = field(default_factory=list)  # (attempt, subtask, interrupted advances without progress)
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -77,5 +78,7 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
                 continue  # waiting for a checkpoint to complete: time passes
             raise SimulationError(f"deadlock at step {step}: no source or task can run")
         rng.choice(actions)()
+    stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
+               for t in job.all_tasks if t.watermark_processor.stalled]
     return SimulationResult(job.external.output(), step, job.failovers, len(job.coordinator.completed),
-                            job.output_logs, job.events, interrupted_seen, applied)
+                            job.output_logs, job.events, interrupted_seen, applied, stalled)

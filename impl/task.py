@@ -76,6 +76,7 @@ class MailboxWatermarkProcessor:
         self.max_input_watermark = MIN_WATERMARK
         self.progress_watermark_scheduled = False
         self.interruptions = 0
+        self.stalled = 0  # interrupted advances that fired no timer (FLIP-443 forbids them)
 
     def emit_watermark_inside_mailbox(self, timestamp: int) -> None:
         self.max_input_watermark = max(self.max_input_watermark, timestamp)
@@ -83,12 +84,14 @@ class MailboxWatermarkProcessor:
 
     def _emit_watermark_inside_mailbox(self) -> None:
         manager = self.operator.time_service_manager
+        fired_before = self.operator.timers_fired
         # Try to progress the watermark as far as we can.
         if manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt):
             # Timers all fired: the watermark may go downstream.
             self.emit_watermark(self.max_input_watermark)
         elif not self.progress_watermark_scheduled:
             self.interruptions += 1
+            self.stalled += self.operator.timers_fired == fired_before
             self.progress_watermark_scheduled = True
             # Let other mail run first; deferrable so that yield() never runs it (FLINK-35528).
             self.executor.execute(self._continue, "emitWatermarkInsideMailbox", MailOptions.DEFERRABLE)
@@ -233,7 +236,7 @@ class OperatorTask:
             self._emit_watermark(timestamp)
 
     def _emit(self, value: Any, timestamp: int | None) -> None:
-        if self.operator.finished:
+        if self.state == self.FINISHED:
             raise RuntimeError(f"{self.name}[{self.subtask_index}] emitted {value!r} after finish()")
         origin = "timer" if self.operator.context.time_domain else "element"
         self.output_log.append(("record", value, timestamp, origin))
@@ -250,8 +253,8 @@ class OperatorTask:
     # -- end of input ----------------------------------------------------------------------
     def _end_input(self) -> None:
         """All channels ended: EndOfData downstream, finish(), then wait for the final checkpoint."""
-        self.output_log.append(("end_of_data",))
         self.operator.finish()
+        self.output_log.append(("end_of_data",))
         self.state = self.FINISHED
         if self.on_finished is not None:
             self.on_finished(self)

@@ -11,7 +11,8 @@ What is modelled
     other mail, and belongs to the batch (Flink's ``putFirst`` from the mailbox thread adds to the
     batch; Flink 2.3 keeps urgent mail in put order).
   * ``take(p)`` (``try_take``, ``try_yield``): removes the first mail whose visible priority is at
-    least ``p``. Priority hides mail, it never reorders it.
+    least ``p``. Priority hides mail, it never reorders it. ``try_yield_ignoring_deferrable`` also
+    passes over deferrable mail, even for ``p = -1`` (a streamproof addition, not in Flink).
   * ``create_batch``: every mail joins the batch; mail put later is not in it (urgent excepted).
     ``try_take_from_batch`` takes the first mail of the batch whatever its priority.
   * ``should_interrupt``: any mail at all (Flink today), or, under the FLINK-35051 policy, any
@@ -109,6 +110,16 @@ class MailboxModel:
     def try_yield(self, priority: int) -> Letter | None:
         """An executor of ``priority`` takes like ``try_take`` and runs what it took."""
         return self.try_take(priority)
+
+    def try_yield_ignoring_deferrable(self, priority: int) -> Letter | None:
+        """Like ``try_yield``, passing over deferrable mail whatever ``priority`` is."""
+        box = self.box
+        if box.state == "CLOSED":
+            raise Refused("take refused: the mailbox is CLOSED")
+        for index, letter in enumerate(box.mails):
+            if letter.visible_priority >= priority and letter.options != "deferrable":
+                return self._remove(index)
+        return None
 
     def create_batch(self) -> bool:
         """Every mail joins the batch; answers whether the batch holds mail."""

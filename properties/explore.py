@@ -46,11 +46,57 @@ def exploration_settings(examples: int, step_count: int = 40, shrink: bool = Tru
 def explore(prop: Property, examples: int, seed: int | None = None, step_count: int = 40,
             shrink: bool = True) -> Exploration:
     """Runs ``prop``'s state machine for ``examples`` examples; a failure is shrunk to a scenario."""
-    if prop.machine is None:
-        raise ValueError(f"property {prop.name!r} has no state machine to explore")
-    machine_class = prop.machine()
+    if prop.machine is None and prop.strategy is None:
+        raise ValueError(f"property {prop.name!r} has neither a state machine nor a strategy to explore")
     tally = {"examples": 0, "steps": 0}
+    if prop.machine is None:
+        test = _strategy_test(prop, tally, exploration_settings(examples, step_count, shrink))
+    else:
+        test = get_state_machine_test(_counting_factory(prop.machine(), tally),
+                                      settings=exploration_settings(examples, step_count, shrink))
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+    started = time.perf_counter()
+    with counting() as reach:
+        try:
+            test()
+        except Exception as e:  # a violation or a crash of the implementation
+            scenario = getattr(e, "streamproof_scenario", None)
+            steps = getattr(e, "streamproof_steps", None)
+            if scenario is None and steps:
+                scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name)
+            invariant = e.invariant if isinstance(e, Violation) else f"crash: {type(e).__name__}"
+            return Exploration(prop.name, False, tally["examples"], tally["steps"],
+                               time.perf_counter() - started, dict(reach), invariant,
+                               _one_line(e), scenario)
+    return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
 
+
+def _strategy_test(prop: Property, tally: dict, test_settings: settings):
+    """A ``@given`` test checking each generated scenario; a failure carries its scenario."""
+    from dataclasses import replace
+
+    from hypothesis import given
+
+    @test_settings
+    @given(prop.strategy())
+    def test(scenario):
+        tally["examples"] += 1
+        tally["steps"] += len(scenario.steps)
+        try:
+            verdict = prop.check(scenario)
+        except Exception as e:
+            e.streamproof_scenario = replace(scenario, property=prop.name)
+            raise
+        if not verdict.holds:
+            error = Violation(verdict.invariant or "violation", verdict.message, verdict.step)
+            error.streamproof_scenario = replace(scenario, property=prop.name)
+            raise error
+
+    return test
+
+
+def _counting_factory(machine_class, tally: dict):
     def factory():
         tally["examples"] += 1
         machine = machine_class()
@@ -63,21 +109,7 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
         machine.do = do
         return machine
 
-    test = get_state_machine_test(factory, settings=exploration_settings(examples, step_count, shrink))
-    if seed is not None:
-        test = hypothesis_seed(seed)(test)
-    started = time.perf_counter()
-    with counting() as reach:
-        try:
-            test()
-        except Exception as e:  # a violation or a crash of the implementation
-            steps = getattr(e, "streamproof_steps", None)
-            scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name) if steps else None
-            invariant = e.invariant if isinstance(e, Violation) else f"crash: {type(e).__name__}"
-            return Exploration(prop.name, False, tally["examples"], tally["steps"],
-                               time.perf_counter() - started, dict(reach), invariant,
-                               _one_line(e), scenario)
-    return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
+    return factory
 
 
 def _one_line(e: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from impl.operators import KeyedProcessFunction, MapStateDescriptor, ValueStateDescriptor
+from impl.operators import KeyedProcessFunction, MapStateDescriptor
 
 
 class WindowSum(KeyedProcessFunction):
@@ -28,8 +28,9 @@ class WindowSum(KeyedProcessFunction):
 
 
 class TimerChain(KeyedProcessFunction):
-    """Each record arms a timer ``delay`` later; each firing emits ``(key, ts, count)`` and arms
-    one more until ``hops`` firings happened: timers registered inside callbacks."""
+    """Each record arms a timer ``delay`` later; each firing emits ``(key, ts, hops left)`` and
+    arms one more until ``hops`` firings happened: timers registered inside callbacks. (The
+    output must not depend on arrival order across sources, or no reference could exist.)"""
 
     interruptible_timers = True
 
@@ -37,18 +38,16 @@ class TimerChain(KeyedProcessFunction):
         self.delay, self.hops = delay, hops
 
     def open(self, ctx) -> None:
-        self.count = ctx.get_state(ValueStateDescriptor("count", 0))
         self.left = ctx.get_map_state(MapStateDescriptor("hops-left"))
 
     def process_element(self, value, ctx, out) -> None:
-        self.count.update(self.count.value() + 1)
         ts = ctx.timestamp() + self.delay
         self.left.put(ts, max(self.left.get(ts, 0), self.hops))
         ctx.timer_service().register_event_time_timer(ts)
 
     def on_timer(self, timestamp, ctx, out) -> None:
-        out.collect((ctx.get_current_key(), timestamp, self.count.value()))
         left = self.left.get(timestamp, 1) - 1
+        out.collect((ctx.get_current_key(), timestamp, left))
         self.left.remove(timestamp)
         if left > 0:
             nxt = timestamp + self.delay

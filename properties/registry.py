@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules that register properties when imported (each family adds its own).
-BUILTIN_MODULES = ("properties.timers_properties",)
+BUILTIN_MODULES = ("properties.timers_properties", "properties.mailbox_properties", "properties.job_properties")
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class Property:
     summary: str
     check: Callable  # (Scenario) -> Verdict
     machine: Callable[[], type] | None = None  # () -> RuleBasedStateMachine subclass
+    strategy: Callable[[], object] | None = None  # () -> SearchStrategy[Scenario], when not a machine
     reachability: tuple[str, ...] = field(default=())  # event() labels its interesting cases emit
 
 

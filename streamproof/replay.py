@@ -71,9 +71,16 @@ def _events(events: list, limit: int = 3) -> str:
     return text + (f" (+{len(events) - limit} more)" if len(events) > limit else "")
 
 
+def _mailbox_format() -> TraceFormat:
+    from properties.mailbox_runner import difference, run_impl, same_trace
+
+    return TraceFormat(run_impl, same_trace, difference)
+
+
 # Families whose observations can be compared with a reference trace (one entry per family).
 TRACE_FORMATS: dict[str, Callable[[], TraceFormat]] = {
     "timers": _timers_format,
+    "mailbox": _mailbox_format,
 }
 
 
