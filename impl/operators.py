@@ -211,6 +211,11 @@ class RuntimeContext:
     def __init__(self, backend: KeyedStateBackend, subtask_index: int, parallelism: int):
         self._backend = backend
         self.subtask_index, self.parallelism = subtask_index, parallelism
+        self.mailbox_executor = None  # the operator's MailboxExecutor, set by the task
+
+    def get_mailbox_executor(self):
+        """The operator's mailbox executor (to ``yield_``/``try_yield`` inside a callback)."""
+        return self.mailbox_executor
 
     def get_state(self, descriptor: ValueStateDescriptor) -> ValueState:
         return ValueState(self._backend, descriptor)

@@ -8,6 +8,12 @@ Elements are tuples whose first item is the priority (a timer's timestamp). The 
 its key group's map and the stale heap entry is skipped when it surfaces (lazy deletion, compacted
 when stale entries outnumber live ones). Elements of equal priority leave in insertion order,
 which is one of the orders Flink allows (it promises none).
+
+While a copy-on-write snapshot runs (:mod:`impl.snapshots`), ``add`` / ``remove`` / ``poll`` are
+routed through its versioned layer: :meth:`route_mutations` shadows the three methods with the
+layer's on this instance, :meth:`unroute_mutations` removes the shadows. When no snapshot runs the
+hot path is exactly the unversioned one (FLINK-9182: "physical deletion is immediate when no
+snapshot runs").
 """
 
 from __future__ import annotations
@@ -61,6 +67,28 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
     def get_subset_for_key_group(self, key_group: int) -> KeysView[E]:
         """A live view of one key group's elements, as Flink's ``getSubsetForKeyGroup``."""
         return self._maps[self._local_index(key_group)].keys()
+
+    def key_group_of(self, element: E) -> int:
+        return self._key_group_of(element)
+
+    # -- copy-on-write routing (impl.snapshots) --------------------------------------------
+    _ROUTED = ("add", "remove", "poll")
+
+    def route_mutations(self, router) -> None:
+        """Sends add / remove / poll of this queue to ``router`` (which has the three methods and
+        calls this class's own to change the queue) until :meth:`unroute_mutations`."""
+        for name in self._ROUTED:
+            setattr(self, name, getattr(router, name))
+        self.__dict__["_router"] = router
+
+    def unroute_mutations(self) -> None:
+        for name in (*self._ROUTED, "_router"):
+            self.__dict__.pop(name, None)
+
+    @property
+    def mutation_router(self):
+        """The versioned layer the mutations go through, or None."""
+        return self.__dict__.get("_router")
 
     # -- set operations ---------------------------------------------------------------------
     def add(self, element: E, key_group: int | None = None) -> bool:

@@ -27,6 +27,7 @@ class Fault:
     nth: int = 1
     subtask: int = 0
     parallelism: int | None = None
+    after_checkpoint: bool = False  # fail_in_interrupted_firing: only after a checkpoint completed during it
 
 
 @dataclass
@@ -48,7 +49,8 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
     job = Job(spec, external, random.Random(rng.random()))
     pending = sorted(faults, key=lambda f: (f.kind != "fail_in_interrupted_firing", f.at))
     applied: list[Fault] = []
-    interrupted_seen = 0
+    interrupted_seen = checkpointed_during_interruption = 0
+    completed_seen = 0
     step = 0
     while not job.done:
         if step >= max_steps:
@@ -56,15 +58,19 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
         step += 1
         job.advance_clock(step)
         job.coordinator.maybe_trigger(step)
+        completed_now = len(job.coordinator.completed)
         if any(t.watermark_processor.progress_watermark_scheduled for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
-            due = next((f for f in pending if f.kind == "fail_in_interrupted_firing" and f.nth <= interrupted_seen), None)
+            checkpointed_during_interruption += completed_now > completed_seen
+            due = next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (
+                f.nth <= checkpointed_during_interruption if f.after_checkpoint else f.nth <= interrupted_seen)), None)
             if due is not None:
                 pending.remove(due)
                 applied.append(due)
                 victim = next(t for t in job.tasks if t.watermark_processor.progress_watermark_scheduled)
                 job.failover(victim.subtask_index, "failure inside an interrupted firing")
                 continue
+        completed_seen = completed_now
         due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step), None)
         if due is not None:
             pending.remove(due)

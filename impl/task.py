@@ -137,6 +137,10 @@ class OperatorTask:
         self.mailbox = TaskMailbox()
         self.processor = MailboxProcessor(self._process_input, self.mailbox)
         self.executor = self.processor.get_main_mailbox_executor()
+        # The operator's own executor (priority 0, as the head of the chain in Flink): it never
+        # sees deferrable mail, so an operator yielding inside a callback cannot run the
+        # watermark continuation nested (FLINK-35528).
+        self.operator_executor = self.processor.get_mailbox_executor(0)
         self.inputs: list[deque] = [deque() for _ in range(channels)]
         self.blocked: set[int] = set()
         self.valve = StatusWatermarkValve(channels)
@@ -145,7 +149,8 @@ class OperatorTask:
         self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
                                              self._emit, subtask_index, parallelism, config.firing_budget)
         self.sink = TwoPhaseCommitSink(name, subtask_index, external)
-        self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.executor, self._emit_watermark)
+        self.operator.runtime_context.mailbox_executor = self.operator_executor
+        self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.operator_executor, self._emit_watermark)
         self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
         self.state = self.RUNNING
         self.pending_checkpoint: int | None = None

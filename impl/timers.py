@@ -15,6 +15,7 @@ from typing import Callable, Collection, Hashable, NamedTuple, Protocol
 
 from impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
 from impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+from impl.termination import TimerTerminationAction
 
 MIN_WATERMARK = INT64_MIN
 MAX_WATERMARK = INT64_MAX
@@ -307,6 +308,14 @@ class InternalTimerService:
                                       "advance_watermark", should_stop_advancing)
         return completed
 
+    def termination_action_of(self, timer: InternalTimer) -> TimerTerminationAction:
+        """What happens to a pending processing-time timer at end of input (FLIP-269).
+
+        CANCEL (what Flink does today) until actions can be registered; copy-on-write snapshots
+        write it per processing-time timer (format 2) and read it while the timer is pending.
+        """
+        return TimerTerminationAction.CANCEL
+
     # -- inspection --------------------------------------------------------------------------
     def num_event_time_timers(self) -> int:
         return self.event_time_timers_queue.size()
@@ -357,6 +366,8 @@ class InternalTimeServiceManager:
     firing_budget: int = DEFAULT_FIRING_BUDGET
     services: dict[str, InternalTimerService] = field(default_factory=dict)
     _restored: dict[str, dict[int, InternalTimersSnapshot]] = field(default_factory=dict)
+    # The copy-on-write snapshot versions (impl.snapshots.SnapshotVersions), made on first use.
+    snapshot_versions: object = field(default=None, repr=False, compare=False)
 
     def get_internal_timer_service(self, name: str, triggerable: Triggerable) -> InternalTimerService:
         """The service called ``name``, created (and restored, then started) on first use."""
@@ -390,6 +401,13 @@ class InternalTimeServiceManager:
     def snapshot_state(self) -> dict[int, dict[str, InternalTimersSnapshot]]:
         """Every local key group's timers, per service name."""
         return {kg: self.snapshot_state_for_key_group(kg) for kg in self.key_group_range}
+
+    def start_snapshot(self, format_version: int = 2):
+        """The synchronous part of a point-in-time checkpoint of every timer, O(1) in the number of
+        timers (FLINK-9182): returns an :class:`impl.snapshots.TimerSnapshot` whose asynchronous
+        part writes the timers as they are now."""
+        from impl.snapshots import start_snapshot  # impl.snapshots builds on this module
+        return start_snapshot(self, format_version)
 
     def restore_state_for_key_group(self, key_group: int, per_service: dict[str, InternalTimersSnapshot]) -> None:
         """Keeps a key group's timers until their service is created (Flink restores lazily)."""

@@ -21,6 +21,7 @@ from impl.sim import SimulationError, SimulationResult, simulate
 from impl.timers import MAX_WATERMARK
 from properties.job_functions import FUNCTIONS
 from properties.job_scenario import faults_of, job_params, sources_of, task_config
+from properties.bugzoo import clears_on_patch
 from properties.reach import note
 from properties.scenario import Scenario, dump_scenario, load_scenario
 from properties.verdict import Verdict
@@ -49,6 +50,9 @@ def _runs(text: str) -> tuple[SimulationResult | str, SimulationResult | str]:
     return out[0], out[1]
 
 
+clears_on_patch(_runs.cache_clear)
+
+
 def runs(scenario: Scenario):
     return _runs(dump_scenario(scenario))
 
@@ -62,6 +66,8 @@ def _reach(run: SimulationResult) -> None:
     if run.interrupted_firings_seen:
         note("timer firing interrupted")
     for fault in run.faults_applied:
+        if fault.after_checkpoint:
+            note("failure after a checkpoint taken inside an interrupted firing")
         note({"fail_in_interrupted_firing": "failure inside an interrupted firing",
               "rescale": "rescaled restore", "fail": "failure at a step"}[fault.kind])
     if any(e[0] == "failover" and e[3] is not None for e in run.events):

@@ -55,4 +55,20 @@ class TimerChain(KeyedProcessFunction):
             ctx.timer_service().register_event_time_timer(nxt)
 
 
-FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain}
+class YieldingWindowSum(WindowSum):
+    """WindowSum whose timer callback yields to the mailbox between announcing a window and
+    emitting its sum, as operators waiting on asynchronous work do."""
+
+    def open(self, ctx) -> None:
+        super().open(ctx)
+        self.executor = ctx.get_mailbox_executor()
+
+    def on_timer(self, timestamp, ctx, out) -> None:
+        key = ctx.get_current_key()
+        total = self.sums.get(timestamp, 0)
+        self.sums.remove(timestamp)
+        self.executor.try_yield()
+        out.collect((key, timestamp, total))
+
+
+FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum}

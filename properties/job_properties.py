@@ -21,7 +21,7 @@ def job_scenarios(draw) -> Scenario:
     steps: list = []
     for source in range(sources):
         ts, last_watermark = 0, None
-        for _ in range(draw(st.integers(0, 24), label="records")):
+        for _ in range(draw(st.integers(6, 30), label="records")):
             ts += draw(st.integers(0, 4))
             steps.append(Record(source, draw(st.sampled_from(KEYS)), draw(st.integers(1, 5)), ts))
             if draw(st.booleans()) and (last_watermark is None or ts - 1 > last_watermark):
@@ -30,11 +30,11 @@ def job_scenarios(draw) -> Scenario:
     for _ in range(draw(st.integers(0, 2), label="failures")):
         steps.append(Fail(draw(st.integers(1, 400)), None))
     if draw(st.booleans()):
-        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6))))
+        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
     if draw(st.booleans()):
         steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
     params = {
-        "operator": draw(st.sampled_from(["window_sum", "timer_chain"])),
+        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum"])),
         "sources": sources,
         "parallelism": draw(st.integers(1, 3)),
         "max_parallelism": max_parallelism,
@@ -42,7 +42,7 @@ def job_scenarios(draw) -> Scenario:
         "interruptible_timers": draw(st.sampled_from([True, True, True, False])),
         "unaligned": draw(st.booleans()),
         "channel_capacity": draw(st.integers(1, 4)),
-        "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
+        "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7, 0.7])),
         "seed": draw(st.integers(0, 2**16)),
     }
     if not steps:

@@ -68,6 +68,7 @@ class FailInInterruptedFiring(Step):
 
     op: ClassVar[str] = "fail_in_interrupted_firing"
     nth: int = arg(IntKind(1, 10**9))
+    after_checkpoint: bool | None = arg(BOOL, optional=True)  # only once a checkpoint completed during it
 
 
 @step
@@ -132,7 +133,7 @@ def faults_of(scenario: Scenario) -> tuple[Fault, ...]:
         if isinstance(s, Fail):
             faults.append(Fault("fail", at=s.at, subtask=s.subtask or 0))
         elif isinstance(s, FailInInterruptedFiring):
-            faults.append(Fault("fail_in_interrupted_firing", nth=s.nth))
+            faults.append(Fault("fail_in_interrupted_firing", nth=s.nth, after_checkpoint=bool(s.after_checkpoint)))
         elif isinstance(s, Rescale):
             faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism))
     return tuple(faults)

@@ -8,14 +8,14 @@ the bug was caught, how fast, and the minimal counterexample.
 from __future__ import annotations
 
 import importlib
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from properties import registry
 from properties.explore import Exploration, explore
 
-VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox")
+VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox", "properties.bugzoo.job")
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,33 @@ _VARIANTS: dict[str, BugVariant] = {}
 _loaded = False
 
 
+_CACHES: list[Callable[[], None]] = []
+
+
+def clears_on_patch(cache_clear: Callable[[], None]) -> Callable[[], None]:
+    """Registers a cache of results that a bug patch (applied or removed) makes stale."""
+    _CACHES.append(cache_clear)
+    return cache_clear
+
+
 def variant(name: str, source: str, caught_by: str, description: str):
     """Decorator registering a ``@contextmanager`` function as a bug variant."""
     def register(patch: Callable[[], AbstractContextManager]) -> Callable[[], AbstractContextManager]:
         if name in _VARIANTS:
             raise ValueError(f"bug variant {name!r} is registered twice")
-        _VARIANTS[name] = BugVariant(name, source, description, caught_by, patch)
+
+        @contextmanager
+        def applied():
+            for clear in _CACHES:
+                clear()
+            try:
+                with patch():
+                    yield
+            finally:
+                for clear in _CACHES:
+                    clear()
+
+        _VARIANTS[name] = BugVariant(name, source, description, caught_by, applied)
         return patch
     return register
 
@@ -57,8 +78,9 @@ def get_variant(name: str) -> BugVariant:
     return variants[name]
 
 
-def hunt(bug: BugVariant, examples: int, seed: int | None = 0) -> Exploration:
-    """Explores ``bug.caught_by`` with the bug applied; ``holds`` False means caught."""
+def hunt(bug: BugVariant, examples: int, seed: int | None = 0, shrink: bool = True) -> Exploration:
+    """Explores ``bug.caught_by`` with the bug applied; ``holds`` False means caught. Without
+    ``shrink`` the first counterexample found is returned as it is (faster)."""
     prop = registry.get(bug.caught_by)
     with bug.patch():
-        return explore(prop, examples, seed=seed)
+        return explore(prop, examples, seed=seed, shrink=shrink)

@@ -1,0 +1,190 @@
+"""What runs on the executors: plain module-level functions, shipped in the code zip.
+
+``run_partition(config, batches)`` is the ``mapInArrow`` function of a campaign (bound to its
+per-property config with ``functools.partial``, which pickles by reference): for every seed of
+the partition it runs the registered property with Hypothesis seeded from it, the bug-zoo variant
+``config["inject"]`` applied around the run, and returns one result row (``spec.COLUMNS``).
+Every exception and the per-seed timeout become verdicts: a task never fails because of a seed
+(``local[n]`` would not retry it, and one bad seed must not cost the partition).
+
+Nothing here imports pyspark: the function sees Arrow record batches only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Any, Iterable, Iterator
+
+from spark_harness import spec
+
+
+class SeedTimeout(BaseException):
+    """Raised by the per-seed alarm. A BaseException, so that Hypothesis does not take it for a
+    failure of the test and shrink it: it unwinds straight out of ``explore``."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Raises :class:`SeedTimeout` in the block after ``seconds`` (SIGALRM timer; only in the main
+    thread, which is where PySpark's Python worker runs the function: elsewhere no limit)."""
+    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise SeedTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def injected(variant: str | None):
+    if variant is None:
+        yield
+        return
+    from properties.bugzoo import get_variant
+
+    with get_variant(variant).patch():
+        yield
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+def _hypothesis_version() -> str:
+    try:
+        import hypothesis
+        return hypothesis.__version__
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+_EXECUTOR = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _caught_by(variant: str | None) -> str | None:
+    if variant is None:
+        return None
+    try:
+        from properties.bugzoo import get_variant
+        return get_variant(variant).caught_by
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def base_row(config: dict, seed: int) -> dict[str, Any]:
+    prop = config["property"]
+    return {
+        "campaign": config["campaign"], "property": prop,
+        "chunk": (seed - config["seed_start"]) // config["chunk_seeds"], "seed": seed,
+        "verdict": "error", "examples": 0, "steps": 0, "duration": 0.0, "invariant": None,
+        "message": None, "signature": None, "signature_text": None, "scenario": None,
+        "reproduce": spec.reproduce_command(prop, seed, config["examples"], config["step_count"],
+                                            config.get("inject"), _caught_by(config.get("inject"))),
+        "reproduce_blob": None, "inject": config.get("inject"),
+        "budget_examples": config["examples"], "step_count": config["step_count"],
+        "version": config.get("version", ""), "hypothesis": _hypothesis_version(),
+        "executor": _EXECUTOR, "finished": None, "states": None,
+    }
+
+
+def run_seed(config: dict, seed: int) -> dict[str, Any]:
+    """One seed of one property: a result row, whatever happens."""
+    row = base_row(config, seed)
+    started = time.perf_counter()
+    try:
+        from properties import registry
+        from properties.explore import explore
+        from properties.scenario import dump_scenario
+
+        prop = registry.get(config["property"])
+        with injected(config.get("inject")):
+            with deadline(config.get("timeout")):
+                e = explore(prop, config["examples"], seed=seed, step_count=config["step_count"])
+        row.update(verdict=e.verdict, examples=e.examples, steps=e.steps,
+                   invariant=e.invariant, message=_one_line(e.message) or None)
+        if e.scenario is not None:
+            import dataclasses
+            scenario = dataclasses.replace(
+                e.scenario, name=f"{prop.name}-{seed}",
+                description=_one_line(f"Minimal counterexample of campaign {config['campaign']!r}, seed "
+                                      f"{seed} ({config['examples']} examples): {e.message}", 1000))
+            row["scenario"] = dump_scenario(scenario)
+    except SeedTimeout:
+        row.update(verdict="timeout", invariant="timeout",
+                   message=f"seed {seed} exceeded the per-seed timeout of {config.get('timeout')} s")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - every error is a verdict
+        row.update(verdict="error", invariant=type(err).__name__,
+                   message=_one_line(f"{type(err).__name__}: {err}") or type(err).__name__)
+    row["duration"] = time.perf_counter() - started
+    row["finished"] = time.time()
+    if row["verdict"] != "held":
+        row["signature"], row["signature_text"] = spec.signature(
+            row["property"], row["verdict"], row["invariant"], row["message"])
+    return row
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
+             "float64": pa.float64(), "list<string>": pa.list_(pa.string())}
+    return pa.schema([(name, types[arrow]) for name, _, arrow in spec.COLUMNS])
+
+
+def rows_to_batch(rows: list[dict]):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema())
+
+
+def run_partition(config: dict, batches: Iterable) -> Iterator:
+    """The ``mapInArrow`` function: Arrow batches of seeds (column ``id``) in, result rows out."""
+    for batch in batches:
+        ids = batch.column(0).to_pylist()
+        if config.get("mode") == "exhaustive":
+            from spark_harness import exhaustive
+            rows = [row for index in ids for row in exhaustive.run_index(config, index)]
+        else:
+            rows = [run_seed(config, seed) for seed in ids]
+        yield rows_to_batch(rows)
+
+
+def run_seeds_locally(config: dict, seeds: Iterable[int]) -> list[dict]:
+    """The same rows without Spark (the benchmark's baseline, the tests' reference)."""
+    return [run_seed(config, seed) for seed in seeds]
+
+
+def describe_worker(batches: Iterable) -> Iterator:
+    """``mapInArrow`` probe (tests, diagnostics): where the shipped code is imported from, whether
+    the function runs in the worker's main thread (the per-seed alarm needs it), and the process."""
+    import pyarrow as pa
+
+    import properties
+
+    for batch in batches:
+        n = batch.num_rows
+        yield pa.RecordBatch.from_pydict({
+            "id": batch.column(0),
+            "spark_harness": [__file__] * n,
+            "properties": [properties.__file__] * n,
+            "main_thread": [threading.current_thread() is threading.main_thread()] * n,
+            "executor": [_EXECUTOR] * n,
+        })
+
+
+DESCRIBE_DDL = "id bigint, spark_harness string, properties string, main_thread boolean, executor string"
