@@ -52,10 +52,11 @@ class SourceTask:
 
     def __init__(self, index: int, elements: list, offset: int, job: "Job"):
         self.index, self.elements, self.offset, self.job = index, elements, offset, job
-        self.ended = False
+        self.ended = False      # sent EndOfData (drain): nothing more, barriers included
+        self.exhausted = False  # no-drain: input read, the channel stays open for the stop savepoint
 
     def is_runnable(self) -> bool:
-        if self.ended:
+        if self.ended or self.exhausted:
             return False
         if self.offset < len(self.elements):
             element = self.elements[self.offset]
@@ -72,8 +73,10 @@ class SourceTask:
             else:
                 self.job.broadcast(self.index, element)
             return
-        if self.job.spec.config.drain:
-            self.job.broadcast(self.index, Watermark(MAX_WATERMARK))
+        if not self.job.spec.config.drain:
+            self.exhausted = True  # stop-with-savepoint without drain: no MAX_WATERMARK, no EndOfData
+            return
+        self.job.broadcast(self.index, Watermark(MAX_WATERMARK))
         self.job.broadcast(self.index, EndOfData())
         self.ended = True
 
@@ -88,11 +91,19 @@ class CheckpointCoordinator:
         self.pending: dict[int, dict] = {}
         self.completed: list[CompletedCheckpoint] = []
         self.aborted = 0
+        self.stop_savepoint: int | None = None  # no-drain: the savepoint that stops the job
 
     def latest(self) -> CompletedCheckpoint | None:
         return self.completed[-1] if self.completed else None
 
     def maybe_trigger(self, now: int) -> bool:
+        if self.stop_savepoint is not None:
+            return False
+        if not self.job.spec.config.drain and all(s.exhausted for s in self.job.sources):
+            if self.pending:
+                return False
+            self.stop_savepoint = self.trigger(now, savepoint=True)  # stop-with-savepoint --no-drain
+            return True
         all_finished = all(t.input_ended for t in self.job.tasks)
         if self.pending or (now < self.next_trigger and not all_finished):
             return False
@@ -101,7 +112,7 @@ class CheckpointCoordinator:
         self.trigger(now)
         return True
 
-    def trigger(self, now: int) -> int:
+    def trigger(self, now: int, savepoint: bool = False) -> int:
         checkpoint_id = self.next_id
         self.next_id += 1
         self.next_trigger = now + self.interval
@@ -112,7 +123,7 @@ class CheckpointCoordinator:
         }
         for source in self.job.sources:
             if not source.ended:
-                self.job.broadcast(source.index, CheckpointBarrier(checkpoint_id))
+                self.job.broadcast(source.index, CheckpointBarrier(checkpoint_id, savepoint))
         for task in self.job.tasks:
             if task.input_ended and task.state != task.TERMINATED:
                 task.trigger_checkpoint_after_input_ended(checkpoint_id)
@@ -134,12 +145,18 @@ class CheckpointCoordinator:
             self.job.events.append(("complete", checkpoint_id))
             for task in self.job.tasks:
                 if task.state not in (task.TERMINATED, task.FAILED):
-                    task.notify_checkpoint_complete(checkpoint_id)
+                    task.notify_checkpoint_complete(checkpoint_id, terminate=checkpoint_id == self.stop_savepoint)
 
     def _carry_terminated(self, done: CompletedCheckpoint) -> CompletedCheckpoint:
-        """A terminated task acknowledges nothing more: its last snapshot stays valid."""
+        """A terminated task of this attempt acknowledges nothing more: its last snapshot stays
+        valid. (Only this attempt's terminated tasks: a snapshot of another parallelism's
+        subtask carried along would restore its key groups twice.)"""
         have = {s.subtask_index for s in done.task_snapshots}
-        carried = [s for s in self.latest().task_snapshots if s.subtask_index not in have]
+        terminated = {t.subtask_index for t in self.job.tasks if t.state == t.TERMINATED}
+        latest = self.latest()
+        if latest.parallelism != done.parallelism:
+            return done
+        carried = [s for s in latest.task_snapshots if s.subtask_index not in have and s.subtask_index in terminated]
         snapshots = sorted(done.task_snapshots + carried, key=lambda s: s.subtask_index)
         return CompletedCheckpoint(done.checkpoint_id, done.source_offsets, snapshots, done.parallelism)
 
@@ -245,6 +262,7 @@ class Job:
         for i in region:
             self.tasks[i].fail()
         self.coordinator.abort_pending()
+        self.coordinator.stop_savepoint = None
         self.failovers += 1
         self.attempt += 1
         if new_parallelism is not None:

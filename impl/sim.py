@@ -41,6 +41,8 @@ class SimulationResult:
     interrupted_firings_seen: int = 0
     faults_applied: list = field(default_factory=list)
     stalled_firings: list = field(default_factory=list)  # (attempt, subtask, interrupted advances without progress)
+    channel_state_records: int = 0  # in-flight records carried by completed unaligned checkpoints
+    final_timers: list = field(default_factory=list)  # timers left in the last completed checkpoint
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -86,5 +88,11 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
         rng.choice(actions)()
     stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
                for t in job.all_tasks if t.watermark_processor.stalled]
-    return SimulationResult(job.external.output(), step, job.failovers, len(job.coordinator.completed),
-                            job.output_logs, job.events, interrupted_seen, applied, stalled)
+    completed = job.coordinator.completed
+    channel_state = sum(len(s.channel_state) for c in completed for s in c.task_snapshots)
+    final_timers = sorted(
+        ((t.key, t.timestamp) for s in completed[-1].task_snapshots for per in s.operator.timers.values()
+         for snap in per.values() for t in (*snap.event_time_timers, *snap.processing_time_timers)), key=repr,
+    ) if completed else []
+    return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
+                            job.events, interrupted_seen, applied, stalled, channel_state, final_timers)

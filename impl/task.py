@@ -32,6 +32,7 @@ class Watermark:
 @dataclass(frozen=True)
 class CheckpointBarrier:
     checkpoint_id: int
+    savepoint: bool = False  # savepoints are always aligned
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class OperatorTask:
         self.recording_channels: set[int] = set()  # channels whose barrier has not arrived yet
         self.pending_snapshot: TaskSnapshot | None = None
         self.next_channel = 0
+        self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------
@@ -212,7 +214,7 @@ class OperatorTask:
             if combined is not None:
                 self._process_watermark(combined)
         elif isinstance(element, CheckpointBarrier):
-            self._on_barrier(channel, element.checkpoint_id)
+            self._on_barrier(channel, element.checkpoint_id, element.savepoint)
         elif isinstance(element, EndOfData):
             self.channels_ended[channel] = True
             combined = self.valve.channel_finished(channel)
@@ -265,18 +267,19 @@ class OperatorTask:
             self.on_finished(self)
 
     # -- checkpoints ------------------------------------------------------------------------
-    def _on_barrier(self, channel: int, checkpoint_id: int) -> None:
+    def _on_barrier(self, channel: int, checkpoint_id: int, savepoint: bool = False) -> None:
         if self.pending_checkpoint is None:
             self.pending_checkpoint = checkpoint_id
             self.barriers_seen = set()
-            if self.config.unaligned_checkpoints:
+            self.aligning = savepoint or not self.config.unaligned_checkpoints
+            if not self.aligning:
                 # Unaligned: snapshot at the first barrier; the other channels' in-flight data up to
                 # their barrier becomes channel state.
                 self.pending_snapshot = self._snapshot(checkpoint_id)
                 self.recording = {i: [] for i in range(len(self.inputs)) if i != channel and not self.channels_ended[i]}
                 self.recording_channels = set(self.recording)
         self.barriers_seen.add(channel)
-        if self.config.unaligned_checkpoints:
+        if not self.aligning:
             self.recording_channels.discard(channel)  # in-flight data of this channel is complete
         else:
             self.blocked.add(channel)  # aligned: hold this channel until every barrier arrived
@@ -289,7 +292,7 @@ class OperatorTask:
         if waiting:
             return
         checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
-        if self.config.unaligned_checkpoints:
+        if not self.aligning:
             snapshot = self.pending_snapshot
             snapshot.channel_state = [(i, e) for i, elements in sorted(self.recording.items()) for e in elements]
             self.recording, self.recording_channels, self.pending_snapshot = {}, set(), None
@@ -307,10 +310,12 @@ class OperatorTask:
         self.executor.execute(lambda: self.acknowledge(checkpoint_id, self._snapshot(checkpoint_id)),
                               f"checkpoint {checkpoint_id} of finished task")
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+    def notify_checkpoint_complete(self, checkpoint_id: int, terminate: bool = False) -> None:
+        """As a mail: commits the sink; ``terminate`` ends the task after a stop savepoint
+        (no drain: no ``finish()``, pending timers stay in the savepoint)."""
         def notify() -> None:
             self.sink.notify_checkpoint_complete(checkpoint_id)
-            if self.state == self.FINISHED and not self.sink.pending and not self.sink.current:
+            if terminate or (self.state == self.FINISHED and not self.sink.pending and not self.sink.current):
                 self.operator.close()
                 self.state = self.TERMINATED
         self.executor.execute(notify, f"notifyCheckpointComplete {checkpoint_id}")

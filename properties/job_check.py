@@ -72,6 +72,8 @@ def _reach(run: SimulationResult) -> None:
               "rescale": "rescaled restore", "fail": "failure at a step"}[fault.kind])
     if any(e[0] == "failover" and e[3] is not None for e in run.events):
         note("restored from a completed checkpoint")
+    if run.channel_state_records:
+        note("unaligned checkpoint carried in-flight records")
     if any(e[0] == "failover" and e[3] is None for e in run.events):
         note("restarted before the first checkpoint")
 

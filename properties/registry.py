@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules that register properties when imported (each family adds its own).
-BUILTIN_MODULES = ("properties.timers_properties", "properties.mailbox_properties", "properties.job_properties")
+BUILTIN_MODULES = ("properties.timers_properties", "properties.mailbox_properties", "properties.job_properties",
+                   "properties.snapshot_properties")
 
 
 @dataclass(frozen=True)

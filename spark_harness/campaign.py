@@ -43,14 +43,16 @@ class RunRecord:
     master: str
     api: str
     started: float
-    seconds: float = 0.0            # waves only (startup apart)
+    seconds: float = 0.0            # waves and read-back summary (startup and planning apart)
     startup_seconds: float = 0.0    # session start + shipping the code
+    plan_seconds: float = 0.0       # measuring the cost per seed (chunk sizes)
     seeds_run: int = 0
     chunks_run: int = 0
     chunks_resumed: int = 0         # complete chunks found and kept
     waves: int = 0
     cores: int = 0
     completed: bool = False
+    coverage: dict | None = None    # exhaustive mode: what the bound covered
 
 
 @dataclass
@@ -80,17 +82,19 @@ def explorable(names: list[str] | None) -> tuple[list[str], list[str]]:
     return [p.name for p in props if p.machine is not None], [p.name for p in props if p.machine is None]
 
 
-def calibrate(prop_name: str, examples: int, step_count: int, seed: int) -> float:
-    """Estimated seconds per seed of ``prop_name`` with this budget, measured on this machine."""
+def calibrate(prop_name: str, examples: int, step_count: int, seed: int, probes: int = 3) -> float:
+    """Estimated seconds per seed of ``prop_name`` with this budget, measured here on a few
+    seeds with a small budget (per example, times the budget)."""
     from properties import registry
     from properties.explore import explore
 
     prop = registry.get(prop_name)
     explore(prop, 1, seed=seed, step_count=step_count)  # warm up (imports, caches)
-    probe = max(1, min(examples, 4))
-    started = time.perf_counter()
-    e = explore(prop, probe, seed=seed, step_count=step_count)
-    per_example = (time.perf_counter() - started) / max(1, e.examples)
+    budget = max(1, min(examples, 3))
+    ran, started = 0, time.perf_counter()
+    for s in range(seed, seed + probes):
+        ran += max(1, explore(prop, budget, seed=s, step_count=step_count).examples)
+    per_example = (time.perf_counter() - started) / ran
     return max(1e-4, per_example * examples)
 
 
@@ -113,6 +117,21 @@ def plan(name: str, properties: list[str], seed_start: int, seed_end: int, examp
         else:
             cost = (costs or {}).get(prop) or calibrate(prop, examples, step_count, seed_start)
             spec.chunk_seeds[prop] = chunk_size(cost, spec.seeds, cores)
+    return spec
+
+
+def plan_exhaustive(name: str, properties: list[str], family: str, depth: int, bound: dict, timeout: float,
+                    version: str, cores: int, chunk_seeds: int | None = None) -> CampaignSpec:
+    from spark_harness import exhaustive
+
+    scope = exhaustive.build(family, depth, bound)
+    spec = CampaignSpec(name=name, properties=list(properties), seed_start=0, seed_end=scope.total, examples=1,
+                        step_count=depth, timeout=timeout, inject=None, version=version, mode="exhaustive",
+                        scope=specs.plain(scope.describe()))
+    for prop in properties:
+        spec.chunk_seeds[prop] = 1
+        cost = exhaustive.calibrate(spec.executor_config(prop))
+        spec.chunk_seeds[prop] = chunk_seeds or chunk_size(cost, spec.seeds, cores)
     return spec
 
 
@@ -327,10 +346,15 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
             handle.close()
         if bar is not None:
             bar.close()
+    started = time.perf_counter()
     per_property, failures, verified, problems = summarize(spark, out, spec)
     run.completed = verified
+    if spec.mode == "exhaustive":
+        from spark_harness import exhaustive
+        run.coverage = exhaustive.coverage(spark, out, spec)
+    run.seconds += time.perf_counter() - started
     save_run(spark, out, spec, run)
-    return CampaignResult(spec, out, run, per_property, failures, verified, problems)
+    return CampaignResult(spec, out, run, per_property, failures, verified, problems, exhaustive=run.coverage)
 
 
 def new_run(master: str, api: str) -> RunRecord:

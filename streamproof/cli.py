@@ -387,3 +387,5 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
         click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
                    else f"FAILED: {survived} of {len(rows)} bug variants survived")
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
+from streamproof.campaign_cli import campaign, report  # noqa: E402  (Spark campaigns; imports no pyspark)
+cli.add_command(campaign); cli.add_command(report)  # noqa: E702

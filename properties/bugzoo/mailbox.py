@@ -60,21 +60,20 @@ def urgent_lifo():
 
 
 @variant("batch-sees-later-puts", "streamproof", PROPERTY,
-         "While a batch is being processed, new mail joins it: the batch is not fixed when created, "
-         "so a mail that keeps enqueuing mail starves the default action (TaskMailboxProcessorTest"
-         "#testAvoidStarvation).")
+         "The batch is not fixed when created: once it is empty, try_take_from_batch goes on with "
+         "mail put later, so a mail that keeps enqueuing mail starves the default action "
+         "(TaskMailboxProcessorTest#testAvoidStarvation).")
 @contextmanager
 def batch_sees_later_puts():
-    original = TaskMailbox.put
+    original = TaskMailbox.try_take_from_batch
 
-    def put(self, mail):
-        if self._batch and not mail.is_urgent:
-            self._check_put_state()
-            self._batch.append(mail)  # BUG: the batch grows
-            return
-        original(self, mail)
+    def try_take_from_batch(self):
+        self._check_take_state()
+        if not self._batch and self._queue:
+            return self._queue.popleft()  # BUG: mail put after the batch was created
+        return original(self)
 
-    with patched(TaskMailbox, put=put):
+    with patched(TaskMailbox, try_take_from_batch=try_take_from_batch):
         yield
 
 

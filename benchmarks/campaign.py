@@ -1,0 +1,182 @@
+"""Campaign throughput: Spark against a ``multiprocessing.Pool`` baseline, and scaling.
+
+One property, N seeds (default 10^4 seeds of ``timers.differential`` with 1 example each), run
+in the same process, one after the other:
+
+* *pool*: ``multiprocessing.Pool(2)`` maps the same per-seed function
+  (``spark_harness.executor.run_seed``) over the same chunks and writes the rows to Parquet with
+  pyarrow: the least machinery doing the same work on this machine;
+* *Spark local[2]*: ``spark_harness.campaign.run_campaign`` on an embedded session (waves of
+  ``mapInArrow`` written as partitioned Parquet, read back and verified);
+* *standalone, 1 executor* and *2 executors*: the same campaign on a real standalone cluster
+  started here (2 workers x 1 core on 127.0.0.1), with ``spark.cores.max`` 1 and 2.
+
+Startup (session start and shipping the code; pool creation) is timed apart from the campaign.
+Every Spark run must give the pool's rows seed for seed (deterministic columns), or the
+benchmark fails. Goals: Spark local[2] throughput >= 0.9 x the pool's; 2 executors ~2 x 1.
+
+    python -m benchmarks.campaign [--seeds 10000] [--property timers.differential]
+                                  [--examples 1] [--no-standalone] [--connect] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from spark_harness import campaign as camp  # noqa: E402
+from spark_harness import executor, session, ship  # noqa: E402
+from spark_harness.spec import DETERMINISTIC_COLUMNS  # noqa: E402
+
+GOAL = 0.9
+
+
+def _pool_chunk(args):
+    config, lo, hi = args
+    return executor.run_seeds_locally(config, range(lo, hi))
+
+
+def run_pool(spec, workers: int, out: str) -> dict:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    prop = spec.properties[0]
+    config = spec.executor_config(prop)
+    chunks = [(config, *spec.chunk_range(prop, c)) for c in range(spec.chunks(prop))]
+    started = time.perf_counter()
+    pool = multiprocessing.get_context("fork").Pool(workers)
+    startup = time.perf_counter() - started
+    try:
+        started = time.perf_counter()
+        rows = [row for part in pool.imap_unordered(_pool_chunk, chunks, chunksize=1) for row in part]
+        pq.write_table(pa.Table.from_batches([executor.rows_to_batch(rows)]), os.path.join(out, "pool.parquet"))
+        seconds = time.perf_counter() - started
+    finally:
+        pool.close()
+        pool.join()
+    return {"what": f"multiprocessing.Pool({workers})", "startup": startup, "seconds": seconds,
+            "seeds": len(rows), "rows": rows}
+
+
+def run_spark(label: str, master: str, spec, out: str, conf: dict | None = None, api: str = "classic",
+              cores: int = 2) -> dict:
+    started = time.perf_counter()
+    spark = session.start_session(master, api=api, app_name=f"benchmark {label}", conf=conf,
+                                  log_path=os.path.join(out, "_logs", f"{spec.name}.log"))
+    ship.ship(spark)
+    startup = time.perf_counter() - started
+    try:
+        run = camp.new_run(master, api)
+        result = camp.run_campaign(spark, spec, out, run, resume=False, cores=cores)
+        if not result.verified:
+            raise SystemExit(f"{label}: results not exactly once: {result.verification}")
+        cols = list(DETERMINISTIC_COLUMNS)
+        rows = [r.asDict() for r in camp.read_results(spark, out, spec.name).select(*cols).collect()]
+    finally:
+        session.stop_session(spark)
+    return {"what": label, "startup": startup, "seconds": run.seconds, "seeds": run.seeds_run, "rows": rows,
+            "waves": run.waves}
+
+
+def same_rows(a: list[dict], b: list[dict]) -> bool:
+    key = lambda r: (r["property"], r["seed"])  # noqa: E731
+    strip = lambda rows: {key(r): tuple(r[c] for c in DETERMINISTIC_COLUMNS) for r in rows}  # noqa: E731
+    return strip(a) == strip(b) and len(a) == len(b)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=10_000)
+    ap.add_argument("--property", default="timers.differential")
+    ap.add_argument("--examples", type=int, default=1)
+    ap.add_argument("--step-count", type=int, default=40)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-standalone", action="store_true", help="skip the standalone cluster rows")
+    ap.add_argument("--connect", action="store_true", help="add a local Spark Connect row")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+
+    out = tempfile.mkdtemp(prefix="streamproof-bench-")
+    cost = camp.calibrate(args.property, args.examples, args.step_count, 0)
+    chunk = camp.chunk_size(cost, args.seeds, args.workers)
+
+    def spec(name):
+        return camp.plan(name, [args.property], 0, args.seeds, args.examples, args.step_count, 600.0, None,
+                         "bench", args.workers, chunk_seeds=chunk)
+
+    results = []
+    try:
+        pool = run_pool(spec("pool"), args.workers, out)
+        results.append(pool)
+        local = run_spark(f"Spark local[{args.workers}] (classic)", f"local[{args.workers}]", spec("local"), out,
+                          cores=args.workers)
+        results.append(local)
+        if args.connect:
+            results.append(run_spark(f"Spark local[{args.workers}] (Connect)", f"local[{args.workers}]",
+                                     spec("connect"), out, api="connect", cores=args.workers))
+        if not args.no_standalone:
+            from spark_harness.cluster import LocalStandalone
+
+            cluster = LocalStandalone(workers=2, cores=1, work_dir=os.path.join(out, "cluster"))
+            started = time.perf_counter()
+            cluster.start()
+            cluster_startup = time.perf_counter() - started
+            try:
+                for n in (1, 2):
+                    r = run_spark(f"standalone, {n} executor{'s' if n > 1 else ''} x 1 core", cluster.master_url,
+                                  spec(f"standalone{n}"), out,
+                                  conf={"spark.cores.max": str(n), "spark.executor.cores": "1",
+                                        "spark.executor.memory": "1g"}, cores=n)
+                    r["cluster_startup"] = cluster_startup
+                    results.append(r)
+            finally:
+                cluster.stop()
+        for r in results[1:]:
+            r["same_as_pool"] = same_rows(pool["rows"], r["rows"])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+    base = pool["seeds"] / pool["seconds"]
+    table = []
+    for r in results:
+        rate = r["seeds"] / r["seconds"]
+        table.append({"what": r["what"], "startup_s": round(r["startup"], 1), "campaign_s": round(r["seconds"], 1),
+                      "seeds": r["seeds"], "seeds_per_s": round(rate, 1), "vs_pool": round(rate / base, 2),
+                      "same_rows_as_pool": r.get("same_as_pool", True)})
+    one = next((r for r in results if r["what"].startswith("standalone, 1")), None)
+    two = next((r for r in results if r["what"].startswith("standalone, 2")), None)
+    scaling = (one["seconds"] / two["seconds"]) if one and two else None
+    ratio = table[1]["vs_pool"]
+    summary = {"property": args.property, "seeds": args.seeds, "examples": args.examples,
+               "seconds_per_seed_estimate": round(cost, 4), "chunk_seeds": chunk, "rows": table,
+               "spark_local_vs_pool": ratio, "goal": GOAL, "goal_met": ratio >= GOAL,
+               "scaling_2_vs_1_executors": round(scaling, 2) if scaling else None,
+               "cluster_startup_s": round(one["cluster_startup"], 1) if one else None}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{args.seeds} seeds of {args.property}, {args.examples} example(s) x {args.step_count} steps per seed "
+              f"(~{cost * 1000:.1f} ms/seed), {chunk} seeds per chunk/partition")
+        head = ("what", "startup s", "campaign s", "seeds/s", "vs pool", "same rows")
+        rows = [(t["what"], t["startup_s"], t["campaign_s"], t["seeds_per_s"], f"{t['vs_pool']:.2f}x",
+                 "yes" if t["same_rows_as_pool"] else "NO") for t in table]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+        for line in [head, *rows]:
+            print("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        print(f"Spark local[{args.workers}] vs pool: {ratio:.2f}x (goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'})")
+        if scaling:
+            print(f"standalone scaling, 2 vs 1 executors: {scaling:.2f}x (cluster start {one['cluster_startup']:.1f} s)")
+    return 0 if all(t["same_rows_as_pool"] for t in table) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""``streamproof report DIR``: a Markdown and an HTML report of the campaigns in a results
+directory, with plots. It reads the Parquet files with pyarrow (no JVM needed, so it also works
+where Spark does not run) and deduplicates failures exactly as the campaign driver does: by
+signature, the smallest seed representing each.
+
+Written to ``DIR/_report/`` unless told otherwise: ``report.md``, ``report.html``, one
+``seed-time-CAMPAIGN.png`` (time per seed, a histogram per property) and one
+``throughput-CAMPAIGN.png`` (seeds done over time) per campaign, and the representative failing
+scenario of every signature in ``failures/CAMPAIGN/PROPERTY-SEED.json``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spark_harness import spec as specs
+
+REPORT_DIR = "_report"
+
+
+class ReportError(ValueError):
+    """No results to report on (one line)."""
+
+
+# ----------------------------------------------------------------------------------- reading
+
+def _partitioning():
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    return ds.partitioning(pa.schema([("campaign", pa.string()), ("property", pa.string()), ("chunk", pa.int32())]),
+                           flavor="hive")
+
+
+def read_rows(results: str | os.PathLike, campaign: str | None = None):
+    """The result rows as a pandas DataFrame (every column of ``spec.COLUMNS``)."""
+    import pyarrow.dataset as ds
+
+    from spark_harness.executor import arrow_schema
+
+    root = Path(results)
+    if not root.is_dir():
+        raise ReportError(f"{results}: not a directory of campaign results")
+    try:
+        dataset = ds.dataset(str(root), format="parquet", partitioning=_partitioning(), schema=arrow_schema(),
+                             exclude_invalid_files=True)
+        table = dataset.to_table(filter=(ds.field("campaign") == campaign) if campaign else None)
+    except Exception as e:  # noqa: BLE001
+        raise ReportError(f"{results}: cannot read the results: {' '.join(str(e).split())[:300]}") from None
+    return table.to_pandas()
+
+
+def _texts(path: Path) -> list[str]:
+    if not path.is_dir():
+        return []
+    lines = []
+    for part in sorted(path.glob("part-*")):
+        lines += [line for line in part.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return lines
+
+
+def read_meta(results: str | os.PathLike, campaign: str) -> tuple[dict | None, list[dict]]:
+    base = Path(results) / "_campaigns" / campaign
+    spec_lines = _texts(base / "spec")
+    spec = json.loads(spec_lines[0]) if spec_lines else None
+    runs = []
+    if (base / "runs").is_dir():
+        for run_dir in sorted((base / "runs").iterdir()):
+            runs += [json.loads(line) for line in _texts(run_dir)]
+    runs.sort(key=lambda r: r.get("started", 0))
+    return spec, runs
+
+
+# ---------------------------------------------------------------------------------- analysis
+
+@dataclass
+class CampaignReport:
+    name: str
+    spec: dict | None
+    runs: list[dict]
+    per_property: list[dict]
+    failures: list[dict]
+    exactly_once: bool
+    problems: list[str]
+    rows: int
+    seed_seconds: float
+    plots: dict[str, str] = field(default_factory=dict)
+    coverage: dict | None = None
+
+
+def analyse(name: str, df, spec: dict | None, runs: list[dict]) -> CampaignReport:
+    problems = []
+    per_property = []
+    for prop, group in sorted(df.groupby("property"), key=lambda kv: kv[0]):
+        counts = group["verdict"].value_counts()
+        row = {"property": prop, "rows": len(group), "distinct_seeds": group["seed"].nunique(),
+               **{v: int(counts.get(v, 0)) for v in specs.VERDICTS},
+               "signatures": int(group["signature"].dropna().nunique()),
+               "examples": int(group["examples"].sum()), "steps": int(group["steps"].sum()),
+               "seconds": float(group["duration"].sum()), "max_seconds": float(group["duration"].max())}
+        per_property.append(row)
+        if row["rows"] != row["distinct_seeds"]:
+            problems.append(f"{prop}: {row['rows'] - row['distinct_seeds']} duplicated seeds")
+        if spec is not None:
+            expected = spec["seed_end"] - spec["seed_start"]
+            if row["distinct_seeds"] != expected:
+                problems.append(f"{prop}: {row['distinct_seeds']} of {expected} seeds present")
+    if spec is not None:
+        for prop in spec["properties"]:
+            if prop not in {p["property"] for p in per_property}:
+                problems.append(f"{prop}: no results")
+    failures = []
+    failed = df[df["verdict"] != "held"].sort_values(["property", "seed"])
+    for (prop, verdict, signature), group in failed.groupby(["property", "verdict", "signature"], dropna=False):
+        first = group.iloc[0]  # the smallest seed represents the signature
+        failures.append({"property": prop, "verdict": verdict, "signature": signature, "seeds": len(group),
+                         "seed": int(first["seed"]), "signature_text": first["signature_text"],
+                         "invariant": first["invariant"], "message": first["message"],
+                         "scenario": first["scenario"], "reproduce": first["reproduce"]})
+    failures.sort(key=lambda f: (f["property"], f["seed"]))
+    coverage = next((r.get("coverage") for r in reversed(runs) if r.get("coverage")), None)
+    return CampaignReport(name, spec, runs, per_property, failures, not problems, problems, len(df),
+                          float(df["duration"].sum()), coverage=coverage)
+
+
+def write_failures(failures: list[dict], directory: Path) -> None:
+    """Writes the representative scenario of each signature; sets ``failure["file"]``."""
+    for f in failures:
+        if not f.get("scenario"):
+            f["file"] = None
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{f['property']}-{f['seed']}.json"
+        from properties.scenario import dump_scenario, load_scenario
+
+        path.write_text(dump_scenario(load_scenario(f["scenario"]), indent=2), encoding="utf-8")
+        f["file"] = str(path)
+
+
+# ------------------------------------------------------------------------------------- plots
+
+def _plots(report: CampaignReport, df, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in report.name)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for prop, group in sorted(df.groupby("property"), key=lambda kv: kv[0]):
+        ax.hist(group["duration"], bins=40, alpha=0.6, label=prop)
+    ax.set_xlabel("seconds per seed (on the executor)")
+    ax.set_ylabel("seeds")
+    ax.set_title(f"time per seed: {report.name}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = out / f"seed-time-{safe}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    report.plots["seed_time"] = path.name
+
+    finished = df["finished"].dropna().sort_values()
+    if len(finished) > 1:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        t0 = finished.iloc[0]
+        ax.plot((finished - t0).to_numpy(), range(1, len(finished) + 1))
+        ax.set_xlabel("seconds since the first seed ended (gaps: between runs)")
+        ax.set_ylabel("seeds done")
+        ax.set_title(f"throughput: {report.name}")
+        fig.tight_layout()
+        path = out / f"throughput-{safe}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        report.plots["throughput"] = path.name
+
+
+# ------------------------------------------------------------------------------- rendering
+
+class Doc:
+    """Blocks rendered both as Markdown and as HTML."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+
+    def h(self, level: int, text: str) -> None:
+        self.blocks.append(("h", level, text))
+
+    def p(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, header: list[str], rows: list[list[Any]]) -> None:
+        self.blocks.append(("table", header, [[("" if c is None else str(c)) for c in r] for r in rows]))
+
+    def img(self, src: str, alt: str) -> None:
+        self.blocks.append(("img", src, alt))
+
+    def code(self, text: str) -> None:
+        self.blocks.append(("code", text))
+
+    def markdown(self) -> str:
+        out = []
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append("#" * b[1] + " " + b[2])
+            elif b[0] == "p":
+                out.append(b[1])
+            elif b[0] == "table":
+                esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+                out.append("\n".join(["| " + " | ".join(esc(c) for c in b[1]) + " |",
+                                      "|" + "---|" * len(b[1])]
+                                     + ["| " + " | ".join(esc(c) for c in r) + " |" for r in b[2]]))
+            elif b[0] == "img":
+                out.append(f"![{b[2]}]({b[1]})")
+            elif b[0] == "code":
+                out.append("```\n" + b[1] + "\n```")
+        return "\n\n".join(out) + "\n"
+
+    def html(self, title: str) -> str:
+        e = html.escape
+        out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
+               "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+               "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+               "text-align:left;font-size:90%}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}</style>",
+               "</head><body>"]
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append(f"<h{b[1]}>{e(b[2])}</h{b[1]}>")
+            elif b[0] == "p":
+                out.append(f"<p>{e(b[1])}</p>")
+            elif b[0] == "table":
+                out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in b[1]) + "</tr>"
+                           + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in b[2])
+                           + "</table>")
+            elif b[0] == "img":
+                out.append(f"<p><img src='{e(b[1])}' alt='{e(b[2])}'></p>")
+            elif b[0] == "code":
+                out.append(f"<pre>{e(b[1])}</pre>")
+        out.append("</body></html>")
+        return "\n".join(out) + "\n"
+
+
+def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
+    doc.h(2, f"Campaign {r.name}")
+    s = r.spec
+    if s:
+        mode = "exhaustive small scope" if s.get("mode") == "exhaustive" else "seeds"
+        budget = (f"depth {s['scope'].get('depth')}, {s['scope'].get('total')} scenarios per property"
+                  if s.get("mode") == "exhaustive" else
+                  f"{s['examples']} examples x {s['step_count']} steps per seed, timeout {s['timeout']} s")
+        doc.table(["", ""], [
+            ["properties", ", ".join(s["properties"])], ["mode", mode],
+            ["seeds", f"{s['seed_start']}..{s['seed_end'] - 1} ({s['seed_end'] - s['seed_start']} per property)"],
+            ["budget", budget], ["injected bug variant", s.get("inject") or "none"],
+            ["seeds per chunk", ", ".join(f"{k}: {v}" for k, v in sorted(s.get("chunk_seeds", {}).items()))],
+            ["streamproof", s.get("version", "")]])
+    doc.h(3, "Results per property")
+    doc.table(["property", "seeds", "held", "failed", "timeout", "error", "signatures", "examples", "steps",
+               "mean s/seed", "max s/seed"],
+              [[p["property"], p["rows"], p["held"], p["failed"], p["timeout"], p["error"], p["signatures"],
+                p["examples"], p["steps"], f"{p['seconds'] / max(1, p['rows']):.3f}", f"{p['max_seconds']:.3f}"]
+               for p in r.per_property])
+    doc.p("Every seed exactly once: yes." if r.exactly_once else
+          "Every seed exactly once: NO: " + "; ".join(r.problems))
+    if r.coverage:
+        doc.h(3, "Exhaustive coverage")
+        doc.table(["property", "scenarios checked", "of", "tree nodes executed", "of", "distinct states"],
+                  [[p, c["sequences"], c["sequences_total"], c["nodes"], c["nodes_total"],
+                    c["distinct_states"] if c["distinct_states"] is not None else "-"]
+                   for p, c in sorted(r.coverage.items())])
+    doc.h(3, "Failures (deduplicated by signature)")
+    if not r.failures:
+        doc.p("None: every seed held.")
+    else:
+        doc.p("One row per signature (property, verdict, invariant, message with numbers "
+              "normalized); the smallest seed represents it.")
+        doc.table(["property", "verdict", "signature", "seeds", "first seed", "what", "scenario file"],
+                  [[f["property"], f["verdict"], f["signature"], f["seeds"], f["seed"], f["signature_text"],
+                    os.path.relpath(f["file"], out) if f.get("file") else "-"] for f in r.failures])
+        for f in r.failures:
+            lines = [f"# {f['property']} seed {f['seed']}: {f['message']}"]
+            if f.get("file"):
+                lines.append(f"streamproof replay {shlex.quote(f['file'])}")
+            lines.append(f["reproduce"] or "")
+            doc.code("\n".join(lines))
+    doc.h(3, "Time per seed")
+    if "seed_time" in r.plots:
+        doc.img(r.plots["seed_time"], f"time per seed, {r.name}")
+    doc.h(3, "Throughput")
+    rows = []
+    for run in r.runs:
+        rate = run["seeds_run"] / run["seconds"] if run.get("seconds") else 0.0
+        rows.append([run["run_id"], run["master"], run["api"], run.get("cores", ""), f"{run['startup_seconds']:.1f}",
+                     f"{run['seconds']:.1f}", run["seeds_run"], run.get("chunks_resumed", 0), f"{rate:.1f}",
+                     "yes" if run.get("completed") else "no"])
+    if rows:
+        doc.table(["run", "master", "api", "cores", "startup s", "campaign s", "seeds run", "chunks kept (resume)",
+                   "seeds/s", "completed"], rows)
+    doc.p(f"{r.rows} seeds took {r.seed_seconds:.1f} s of executor time in all.")
+    if "throughput" in r.plots:
+        doc.img(r.plots["throughput"], f"seeds done over time, {r.name}")
+
+
+def write_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
+                 campaign: str | None = None) -> tuple[Path, list[CampaignReport]]:
+    """Writes the report; returns (path of report.md, the campaign reports)."""
+    results = Path(results)
+    out = Path(out) if out is not None else results / REPORT_DIR
+    df = read_rows(results, campaign)
+    if df.empty:
+        raise ReportError(f"{results}: no campaign results" + (f" for campaign {campaign!r}" if campaign else ""))
+    out.mkdir(parents=True, exist_ok=True)
+    doc = Doc()
+    doc.h(1, "streamproof campaign report")
+    doc.p(f"Results: {results}")
+    reports = []
+    for name in sorted(df["campaign"].unique()):
+        part = df[df["campaign"] == name]
+        spec, runs = read_meta(results, name)
+        r = analyse(name, part, spec, runs)
+        write_failures(r.failures, out / "failures" / name)
+        _plots(r, part, out)
+        _render(doc, r, out)
+        reports.append(r)
+    md = out / "report.md"
+    md.write_text(doc.markdown(), encoding="utf-8")
+    (out / "report.html").write_text(doc.html("streamproof campaign report"), encoding="utf-8")
+    return md, reports
+
+
+def is_local_path(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path

@@ -1,0 +1,335 @@
+"""``streamproof campaign`` (fuzz campaigns on Apache Spark) and ``streamproof report DIR``.
+
+Registered on the ``streamproof`` group by ``streamproof/cli.py``. Nothing here imports pyspark:
+the work is in ``spark_harness`` (imported inside the commands), so the core CLI starts fast and
+works without Spark or Java.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+SEEDS_HELP = "Seed range A:B (B excluded) or a count N (= 0:N)"
+
+
+def _parse_seeds(text: str) -> tuple[int, int]:
+    from streamproof.cli import InputError
+
+    try:
+        if ":" in text:
+            a, b = text.split(":", 1)
+            start, end = int(a), int(b)
+        else:
+            start, end = 0, int(text)
+    except ValueError:
+        raise InputError(f"bad --seeds {text!r}: expected A:B or N") from None
+    if end <= start or start < 0:
+        raise InputError(f"bad --seeds {text!r}: expected 0 <= A < B")
+    return start, end
+
+
+def _parse_pairs(pairs: tuple[str, ...], option: str, as_json: bool = False) -> dict:
+    from streamproof.cli import InputError
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"bad {option} {pair!r}: expected KEY=VALUE")
+        if as_json:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        out[key.strip()] = value
+    return out
+
+
+def _explicit(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+@click.command("campaign")
+@click.argument("names", nargs=-1, metavar="[PROPERTY]...")
+@click.option("--master", default="local[*]", show_default=True, metavar="URL",
+              help="local[*] | local[N] | spark://HOST:PORT | yarn | k8s://HOST:PORT | sc://HOST:PORT")
+@click.option("--api", type=click.Choice(["classic", "connect"]), default="classic", show_default=True,
+              help="connect: run a local or standalone master behind an in-process Spark Connect server "
+                   "(sc:// is always Connect)")
+@click.option("--seeds", "seeds_text", default="0:100", show_default=True, metavar="A:B|N", help=SEEDS_HELP)
+@click.option("--examples", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+              help="Budget per seed: Hypothesis examples")
+@click.option("--step-count", type=click.IntRange(min=1), default=40, show_default=True, metavar="N",
+              help="Budget per example: at most N steps")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              metavar="SECONDS", help="Per-seed timeout (verdict 'timeout')")
+@click.option("--inject", metavar="VARIANT", default=None, help="Apply a bug-zoo variant on the executors")
+@click.option("--campaign", "name", metavar="NAME", default=None,
+              help="Campaign name [default: derived from properties, seeds and budget]")
+@click.option("--out", default="results", show_default=True, metavar="DIR",
+              help="Results directory (Parquet), any path the cluster can write")
+@click.option("--resume", is_flag=True, help="Continue the campaign: run only its chunks not yet in DIR")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration (repeatable)")
+@click.option("--chunk-seeds", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Seeds per chunk (= per partition) [default: ~1.5 s of work, measured]")
+@click.option("--wave-seconds", type=click.FloatRange(min=1), default=30.0, show_default=True, metavar="S",
+              help="Wall time of one wave (one Spark job; what an interruption can cost)")
+@click.option("--exhaustive", is_flag=True,
+              help="Check every scenario of the family's small scope up to --depth instead of seeds")
+@click.option("--depth", type=click.IntRange(min=1, max=12), default=None, metavar="D",
+              help="Exhaustive mode: steps after the prefix [default: 3]")
+@click.option("--bound", "bounds", multiple=True, metavar="KEY=JSON",
+              help="Exhaustive mode: a bound of the scope, e.g. keys='[\"a\",\"b\"]' (repeatable)")
+@click.option("--no-report", is_flag=True, help="Do not write the Markdown/HTML report")
+@click.option("--json", "as_json", is_flag=True, help="The summary as one JSON object on stdout")
+@click.pass_context
+def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, seeds_text: str, examples: int,
+             step_count: int, timeout: float, inject: str | None, name: str | None, out: str, resume: bool,
+             confs: tuple[str, ...], chunk_seeds: int | None, wave_seconds: float, exhaustive: bool,
+             depth: int | None, bounds: tuple[str, ...], no_report: bool, as_json: bool) -> None:
+    """Run a fuzz campaign on Apache Spark: every seed of the range explores each property with
+    Hypothesis seeded from it (all explorable properties by default; a family name selects its
+    properties). Results go to DIR as Parquet; failures are deduplicated by signature; a report
+    is written to DIR/_report. Exit 0 when every seed held, 1 otherwise, 2 on bad input or when
+    Spark cannot start."""
+    from properties import registry
+    from spark_harness import campaign as camp
+    from spark_harness import session as sess
+    from spark_harness import ship
+    from spark_harness.progress import Bar
+    from spark_harness.spec import NAME_PATTERN, default_name
+    from streamproof import __version__
+    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _isatty
+
+    try:
+        target = sess.parse_master(master)
+    except sess.SparkSetupError as e:
+        raise InputError(e) from None
+    conf = _parse_pairs(confs, "--conf")
+    seed_start, seed_end = _parse_seeds(seeds_text)
+    if exhaustive:
+        if inject:
+            raise InputError("--inject is not available with --exhaustive")
+        if _explicit(ctx, "seeds_text"):
+            raise InputError("--seeds does not apply to --exhaustive (the scope numbers its scenarios)")
+        props, skipped, family = _exhaustive_properties(list(names))
+        depth = depth or 3
+        bound = _parse_pairs(bounds, "--bound", as_json=True)
+    else:
+        if depth is not None or bounds:
+            raise InputError("--depth and --bound apply to --exhaustive only")
+        props, skipped = camp.explorable(list(names))
+        if not props:
+            raise InputError("no property with a state machine to explore among: "
+                             + ", ".join(p.name for p in registry.select(list(names))))
+        if inject is not None:
+            from properties.bugzoo import get_variant
+            try:
+                get_variant(inject)
+            except KeyError as e:
+                raise InputError(e.args[0]) from None
+    if name is None:
+        name = (default_name(props, 0, depth, 0, 0, "exhaustive " + json.dumps(bound, sort_keys=True)) if exhaustive
+                else default_name(props, seed_start, seed_end, examples, step_count, inject))
+    if not NAME_PATTERN.match(name):
+        raise InputError(f"bad campaign name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
+
+    from spark_harness.report import is_local_path, local_path
+    run = camp.new_run(master, "connect" if target.kind == "connect" else api)
+    log_dir = Path(local_path(out)) / "_logs" if is_local_path(out) else Path("streamproof-logs")
+    log_path = log_dir / f"{name}-{run.run_id}.log"
+    started = time.perf_counter()
+    try:
+        spark = sess.start_session(master, api=api, app_name=f"streamproof {name}", conf=conf, log_path=log_path)
+    except sess.SparkSetupError as e:
+        raise InputError(e) from None
+    interrupted = False
+    try:
+        ship.ship(spark)
+        cores = sess.cluster_cores(spark, target)
+        run.startup_seconds = time.perf_counter() - started
+        stored = camp.load_spec(spark, out, name)
+        planning = time.perf_counter()
+        if resume and stored is not None:
+            spec = stored
+            _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, timeout, inject, exhaustive)
+        elif exhaustive:
+            spec = camp.plan_exhaustive(name, props, family, depth, bound, timeout, __version__, cores, chunk_seeds)
+        else:
+            spec = camp.plan(name, props, seed_start, seed_end, examples, step_count, timeout, inject,
+                             __version__, cores, chunk_seeds)
+        run.plan_seconds = time.perf_counter() - planning
+        if resume and stored is None and not as_json:
+            click.echo(f"nothing to resume: campaign {name} has no results in {out}; starting it", err=True)
+        bar = Bar(sys.stderr, spec.seeds * len(spec.properties), _isatty(sys.stderr), label=name)
+        result = camp.run_campaign(spark, spec, out, run, resume=resume, cores=cores, wave_seconds=wave_seconds,
+                                   bar=bar, stored=stored)
+    except KeyboardInterrupt:
+        interrupted = True
+    except camp.CampaignError as e:
+        raise InputError(f"campaign {name}: {e}") from None
+    finally:
+        sess.stop_session(spark)
+    if interrupted:
+        again = ["streamproof", "campaign", "--campaign", name, "--out", out, "--master", master]
+        if api != "classic":
+            again += ["--api", api]
+        click.echo(f"streamproof: interrupted: campaign {name} stopped after {run.seeds_run} seeds this run; "
+                   f"committed chunks are kept. Resume with: {shlex.join(again + ['--resume'])}", err=True)
+        ctx.exit(130)
+
+    report_path = None
+    if not no_report and is_local_path(out):
+        from spark_harness.report import write_report
+        report_path, reports = write_report(local_path(out))
+        files = {(f["property"], f["signature"]): f.get("file") for r in reports if r.name == name for f in r.failures}
+        for f in result.failures:
+            f["file"] = files.get((f["property"], f["signature"]))
+    else:
+        _write_failures_locally(result, Path("streamproof-failures") / name)
+    if as_json:
+        click.echo(json.dumps(_summary_json(result, skipped, report_path), default=str))
+    else:
+        _print_summary(result, skipped, target, report_path)
+    ctx.exit(EXIT_HELD if result.holds else EXIT_FAILED)
+
+
+def _exhaustive_properties(names: list[str]):
+    from properties import registry
+    from spark_harness import exhaustive as ex
+    from streamproof.cli import InputError
+
+    if not names:
+        raise InputError(f"--exhaustive needs a family or properties of one family (families with a small scope: "
+                         f"{', '.join(sorted(ex.SCOPES))})")
+    props = registry.select(names)
+    families = sorted({p.family for p in props})
+    if len(families) != 1:
+        raise InputError(f"--exhaustive checks one family at a time; selected: {', '.join(families)}")
+    if families[0] not in ex.SCOPES:
+        raise InputError(f"no small scope for family {families[0]!r}; families with one: {', '.join(sorted(ex.SCOPES))}")
+    return [p.name for p in props], [], families[0]
+
+
+def _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, timeout, inject, exhaustive) -> None:
+    from streamproof.cli import InputError
+
+    given = {"seeds_text": ("seed range", (spec.seed_start, spec.seed_end), (seed_start, seed_end)),
+             "examples": ("examples", spec.examples, examples), "step_count": ("step count", spec.step_count, step_count),
+             "timeout": ("timeout", spec.timeout, timeout), "inject": ("inject", spec.inject, inject)}
+    if exhaustive != (spec.mode == "exhaustive"):
+        raise InputError(f"campaign {spec.name} was started in {spec.mode} mode; resume it the same way")
+    if ctx.params.get("names") and sorted(props) != sorted(spec.properties):
+        raise InputError(f"campaign {spec.name} runs {', '.join(spec.properties)}; resume it without naming others")
+    for param, (label, stored, now) in given.items():
+        if _explicit(ctx, param) and stored != now and not (exhaustive and param == "seeds_text"):
+            raise InputError(f"campaign {spec.name} was started with {label} {stored}, not {now}: "
+                             "resume it with the same options (or leave them out)")
+
+
+def _write_failures_locally(result, directory: Path) -> None:
+    from properties.scenario import dump_scenario, load_scenario
+
+    for f in result.failures:
+        f["file"] = None
+        if f.get("scenario"):
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{f['property']}-{f['seed']}.json"
+            path.write_text(dump_scenario(load_scenario(f["scenario"]), indent=2), encoding="utf-8")
+            f["file"] = str(path)
+
+
+def _summary_json(result, skipped: list[str], report_path) -> dict:
+    run = result.run
+    return {
+        "campaign": result.spec.name, "out": result.out, "holds": result.holds, "verified": result.verified,
+        "verification": result.verification, "spec": json.loads(result.spec.to_json()),
+        "properties": result.per_property, "skipped": skipped,
+        "failures": [{k: v for k, v in f.items()} for f in result.failures],
+        "run": dict(run.__dict__), "coverage": result.exhaustive,
+        "report": str(report_path) if report_path else None,
+    }
+
+
+def _print_summary(result, skipped: list[str], target, report_path) -> None:
+    from streamproof.cli import _table
+
+    spec, run = result.spec, result.run
+    echo = click.echo
+    if spec.mode == "exhaustive":
+        s = spec.scope
+        what = (f"exhaustive small scope of {s['family']}: depth {s['depth']}, {s['alphabet']} steps per "
+                f"position, {s['total']} scenarios per property")
+    else:
+        what = (f"seeds {spec.seed_start}..{spec.seed_end - 1} ({spec.seeds} per property), {spec.examples} "
+                f"examples x {spec.step_count} steps per seed" + (f", bug variant {spec.inject} injected"
+                                                                   if spec.inject else ""))
+    echo(f"campaign {spec.name}: {len(spec.properties)} properties, {what}")
+    echo(f"target: {run.master} ({run.api}, {run.cores} cores)")
+    echo("")
+    rows = [(p["property"], p["rows"], p["held"], p["failed"], p["timeout"], p["error"], p["signatures"],
+             p["examples"], p["steps"], f"{p['seconds'] / max(1, p['rows']):.3f}") for p in result.per_property]
+    for line in _table(("property", "seeds", "held", "failed", "timeout", "error", "signatures", "examples",
+                        "steps", "s/seed"), rows, set(range(1, 10))):
+        echo(line)
+    if skipped:
+        echo(f"skipped (no state machine to explore; replay-only): {', '.join(skipped)}")
+    echo("")
+    total = sum(p["rows"] for p in result.per_property)
+    echo(f"every seed exactly once: yes ({total} rows)" if result.verified
+         else "every seed exactly once: NO: " + "; ".join(result.verification))
+    if result.exhaustive:
+        for prop, c in sorted(result.exhaustive.items()):
+            states = f", {c['distinct_states']} distinct states" if c["distinct_states"] is not None else ""
+            echo(f"coverage {prop}: {c['sequences']} of {c['sequences_total']} scenarios, "
+                 f"{c['nodes']} of {c['nodes_total']} tree nodes{states}")
+    rate = run.seeds_run / run.seconds if run.seconds else 0.0
+    kept = f", {run.chunks_resumed} chunks kept from earlier runs" if run.chunks_resumed else ""
+    echo(f"time: startup {run.startup_seconds:.1f} s, planning {run.plan_seconds:.1f} s, campaign {run.seconds:.1f} s for {run.seeds_run} seeds "
+         f"({rate:.1f} seeds/s){kept}")
+    if result.failures:
+        echo("")
+        echo(f"failures: {len(result.failures)} signatures (the smallest seed represents each)")
+        for f in result.failures:
+            echo(f"  {f['property']}  {f['verdict']}  {f['signature']}  {f['seeds']} seeds, first seed {f['seed']}")
+            echo(f"    {f['message']}")
+            if f.get("file"):
+                echo(f"    scenario: {f['file']}")
+                echo(f"    replay:   streamproof replay {shlex.quote(f['file'])}")
+            echo(f"    rerun:    {f['reproduce']}")
+    echo("")
+    if report_path:
+        echo(f"report: {report_path} (and {Path(report_path).with_suffix('.html')})")
+    echo(f"results: {result.out}")
+    echo(f"all {total} seeds held" if result.holds else "FAILED: not every seed held")
+
+
+@click.command("report")
+@click.argument("results", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--campaign", "name", default=None, metavar="NAME", help="Only this campaign")
+@click.option("--out", default=None, metavar="OUT", help="Report directory [default: DIR/_report]")
+def report(results: str, name: str | None, out: str | None) -> None:
+    """Write a Markdown + HTML report of the campaigns in DIR: counts per property, failures
+    deduplicated by signature with their scenario files, time per seed histogram, throughput.
+    Exit 0 when every seed held, 1 when some did not, 2 when DIR holds no results."""
+    from spark_harness.report import ReportError, write_report
+    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError
+
+    try:
+        path, reports = write_report(results, out, name)
+    except ReportError as e:
+        raise InputError(e) from None
+    for r in reports:
+        failed = sum(p["rows"] - p["held"] for p in r.per_property)
+        click.echo(f"campaign {r.name}: {r.rows} seeds, {failed} not held, {len(r.failures)} failure signatures"
+                   + ("" if r.exactly_once else " (results incomplete: " + "; ".join(r.problems) + ")"))
+    click.echo(f"report: {path} (and {path.with_suffix('.html')})")
+    ok = all(r.exactly_once and not r.failures for r in reports)
+    click.get_current_context().exit(EXIT_HELD if ok else EXIT_FAILED)
