@@ -159,6 +159,8 @@ class OperatorTask:
         self.recording: dict[int, list] = {}  # unaligned: channel -> in-flight elements captured
         self.recording_channels: set[int] = set()  # channels whose barrier has not arrived yet
         self.pending_snapshot: TaskSnapshot | None = None
+        self.dequeued = [0] * channels  # elements taken from each channel so far
+        self.barrier_positions: dict[int, int] = {}  # unaligned: where the pending barrier sat in a channel
         self.next_channel = 0
         self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
@@ -174,6 +176,13 @@ class OperatorTask:
         self.operator.open()
 
     def receive(self, channel: int, element: Any) -> None:
+        if isinstance(element, CheckpointBarrier) and self.config.unaligned_checkpoints and not element.savepoint:
+            # Unaligned: the barrier overtakes the channel's in-flight data and reaches the task as
+            # a priority event, processed as mail (so it also interrupts a timer firing, FLIP-443).
+            position = self.dequeued[channel] + len(self.inputs[channel])
+            self.executor.execute(lambda: self._on_unaligned_barrier(channel, element.checkpoint_id, position),
+                                  f"unaligned barrier {element.checkpoint_id}")
+            return
         self.inputs[channel].append(element)
 
     def is_runnable(self) -> bool:
@@ -205,8 +214,10 @@ class OperatorTask:
         if channel is None:
             return
         element = self.inputs[channel].popleft()
-        if channel in self.recording_channels and not isinstance(element, CheckpointBarrier):
-            self.recording[channel].append(element)
+        index = self.dequeued[channel]
+        self.dequeued[channel] += 1
+        if channel in self.recording_channels and index < self.barrier_positions.get(channel, index + 1):
+            self.recording[channel].append(element)  # in flight before this channel's barrier
         if isinstance(element, StreamRecord):
             self.operator.process_element(element)
         elif isinstance(element, Watermark):
@@ -268,21 +279,32 @@ class OperatorTask:
 
     # -- checkpoints ------------------------------------------------------------------------
     def _on_barrier(self, channel: int, checkpoint_id: int, savepoint: bool = False) -> None:
+        """Aligned barrier (and every savepoint): hold the channel until every barrier arrived."""
         if self.pending_checkpoint is None:
             self.pending_checkpoint = checkpoint_id
             self.barriers_seen = set()
-            self.aligning = savepoint or not self.config.unaligned_checkpoints
-            if not self.aligning:
-                # Unaligned: snapshot at the first barrier; the other channels' in-flight data up to
-                # their barrier becomes channel state.
-                self.pending_snapshot = self._snapshot(checkpoint_id)
-                self.recording = {i: [] for i in range(len(self.inputs)) if i != channel and not self.channels_ended[i]}
-                self.recording_channels = set(self.recording)
+            self.aligning = True
         self.barriers_seen.add(channel)
-        if not self.aligning:
-            self.recording_channels.discard(channel)  # in-flight data of this channel is complete
-        else:
-            self.blocked.add(channel)  # aligned: hold this channel until every barrier arrived
+        self.blocked.add(channel)
+        self._maybe_complete_alignment()
+
+    def _on_unaligned_barrier(self, channel: int, checkpoint_id: int, position: int) -> None:
+        """Unaligned barrier: snapshot at the first one; each channel's data in flight before its
+        barrier (still queued, or processed since the snapshot) becomes channel state."""
+        if self.state in (self.FAILED, self.TERMINATED):
+            return
+        if self.pending_checkpoint is None:
+            self.pending_checkpoint = checkpoint_id
+            self.barriers_seen = set()
+            self.aligning = False
+            self.pending_snapshot = self._snapshot(checkpoint_id)
+            self.recording = {i: [] for i in range(len(self.inputs)) if not self.channels_ended[i]}
+            self.recording_channels = set(self.recording)
+        self.barrier_positions[channel] = position
+        queued_ahead = list(self.inputs[channel])[:max(0, position - self.dequeued[channel])]
+        self.recording.setdefault(channel, []).extend(queued_ahead)
+        self.recording_channels.discard(channel)  # this channel's in-flight data is complete
+        self.barriers_seen.add(channel)
         self._maybe_complete_alignment()
 
     def _maybe_complete_alignment(self) -> None:
@@ -294,8 +316,10 @@ class OperatorTask:
         checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
         if not self.aligning:
             snapshot = self.pending_snapshot
-            snapshot.channel_state = [(i, e) for i, elements in sorted(self.recording.items()) for e in elements]
+            snapshot.channel_state = [(i, e) for i, elements in sorted(self.recording.items()) for e in elements
+                                      if not isinstance(e, CheckpointBarrier)]
             self.recording, self.recording_channels, self.pending_snapshot = {}, set(), None
+            self.barrier_positions.clear()
         else:
             snapshot = self._snapshot(checkpoint_id)
         self.blocked.clear()

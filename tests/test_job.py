@@ -52,7 +52,7 @@ def test_faults_lose_and_duplicate_nothing(faults, unaligned):
     for seed in range(10):
         result = simulate(spec(interruptible_timers=True, unaligned_checkpoints=unaligned), seed, faults)
         assert sorted(result.committed, key=repr) == REFERENCE, (seed, result.events)
-        assert result.failovers == len(faults)
+        assert result.failovers == len(result.faults_applied) >= 1
 
 
 def test_no_drain_keeps_pending_timers_in_the_last_checkpoint():
