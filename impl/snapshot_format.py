@@ -53,7 +53,7 @@ _END = struct.Struct(">BIQI")                # type, section count, timer count,
 _MIN_TIMER = 8 + 5 + 1                       # timestamp, the shortest key (empty string), None namespace
 
 _TAG_STR, _TAG_LONG, _TAG_INT32, _TAG_NONE, _TAG_FALSE, _TAG_TRUE, _TAG_TUPLE, _TAG_BYTES = range(1, 9)
-_ACTION_BYTES = {action: _U8.pack(action) for action in TimerTerminationAction}
+_ACTION_BYTES = {int(action): _U8.pack(action) for action in TimerTerminationAction}
 
 __all__ = [
     "SnapshotFormatError", "KeyGroupTimers", "TimerSnapshotContents", "SnapshotWriter",
@@ -195,7 +195,10 @@ class SnapshotWriter:
                     encoded = cache[kn] = _key(timer[1]) + _value(timer[2])
                 parts += (pack_ts(timer[0]), encoded)
                 if with_action:
-                    parts.append(_ACTION_BYTES[TimerTerminationAction(action)])
+                    action_byte = _ACTION_BYTES.get(action)
+                    if action_byte is None:
+                        raise ValueError(f"timer {timer}: {action!r} is not a TimerTerminationAction")
+                    parts.append(action_byte)
             timers += len(event) + len(processing)
         if not entries:
             return b"", 0

@@ -42,10 +42,11 @@ from impl.snapshot_format import (
     CURRENT_FORMAT_VERSION, SnapshotFormatError, SnapshotWriter, TimerSnapshotContents, decode_snapshot,
 )
 from impl.termination import TimerTerminationAction
-from impl.timers import InternalTimeServiceManager, InternalTimersSnapshot
+from impl.timers import InternalTimeServiceManager, InternalTimersSnapshot, InternalTimerService
 
 BASE_VERSION = -1  # the transition "as it was before the history began", seen by every snapshot
-EVENT_VALUE = 0    # the payload of a present event-time timer (it has no termination action)
+DEFAULT_VALUE = TimerTerminationAction.CANCEL  # payload of event-time timers and of services without actions
+
 
 __all__ = [
     "ReadWriteLock", "SnapshotVersions", "VersionedTimerQueue", "TimerSnapshot", "RestoreResult",
@@ -173,7 +174,7 @@ class VersionedTimerQueue:
     def __init__(self, queue, versions: SnapshotVersions, value_of: Callable | None):
         self.queue = queue
         self.versions = versions
-        self.value_of = value_of or _event_value  # present timer -> its payload (never None)
+        self.value_of = value_of or _default_value  # present timer -> its payload (never None)
         self.history: dict[int, dict] = {}
         self.active = True
 
@@ -243,8 +244,8 @@ class VersionedTimerQueue:
         with self.versions.lock.read():
             history = dict(self.history.get(key_group, ()))
             live = self.queue.get_subset_for_key_group(key_group)
-            if value_of is _event_value:
-                unchanged = [(timer, EVENT_VALUE) for timer in live if timer not in history]
+            if value_of is _default_value:
+                unchanged = [(timer, DEFAULT_VALUE) for timer in live if timer not in history]
             else:  # read payloads under the lock: a deleted and re-registered timer may change it
                 unchanged = [(timer, value_of(timer)) for timer in live if timer not in history]
         for timer, transitions in history.items():
@@ -287,8 +288,8 @@ class VersionedTimerQueue:
         return sum(len(per_key_group) for per_key_group in self.history.values())
 
 
-def _event_value(timer) -> int:
-    return EVENT_VALUE
+def _default_value(timer) -> int:
+    return DEFAULT_VALUE
 
 
 def _contains(queue, element, key_group: int) -> bool:
@@ -317,11 +318,9 @@ class TimerSnapshot:
         self._versions = versions
         self._services = services  # [(name, event layer, processing layer)]
         self._restored = restored  # name -> {key group: InternalTimersSnapshot}, immutable from here
-        names = [name for name, _, _ in services] + [name for name in restored if name not in
-                                                      {n for n, _, _ in services}]
-        self._writer = SnapshotWriter(format_version, self.max_parallelism, self.key_group_range,
-                                      version, names)
-        self._header = self._writer.header()
+        self._names = [name for name, _, _ in services] + [name for name in restored if name not in
+                                                            {n for n, _, _ in services}]
+        self._writer: SnapshotWriter | None = None  # made by the asynchronous part
         self._next = iter(self.key_group_range)
         self._sections: dict[int, bytes] = {}
         self._timers = 0
@@ -338,8 +337,7 @@ class TimerSnapshot:
         per_service = {}
         for name, event_layer, processing_layer in self._services:
             event = [timer for timer, _ in event_layer.timers_at(self.version, key_group)]
-            processing = [(timer, TimerTerminationAction(action))
-                          for timer, action in processing_layer.timers_at(self.version, key_group)]
+            processing = processing_layer.timers_at(self.version, key_group)
             per_service[name] = (event, processing)
         for name, groups in self._restored.items():
             restored = groups.get(key_group)
@@ -360,10 +358,16 @@ class TimerSnapshot:
             raise RuntimeError(f"snapshot {self.version} was cancelled")
         section = self._sections.get(key_group)
         if section is None:
-            section, count = self._writer.section(key_group, self.timers_for_key_group(key_group))
+            section, count = self._get_writer().section(key_group, self.timers_for_key_group(key_group))
             self._sections[key_group] = section
             self._timers += count
         return section
+
+    def _get_writer(self) -> SnapshotWriter:
+        if self._writer is None:
+            self._writer = SnapshotWriter(self.format_version, self.max_parallelism, self.key_group_range,
+                                          self.version, self._names)
+        return self._writer
 
     def run_async_step(self) -> bool:
         """Writes the next key group; False when every key group is written."""
@@ -387,8 +391,9 @@ class TimerSnapshot:
             except BaseException:
                 self._release("cancelled")
                 raise
-            chunks = [self._header] + [s for kg, s in sorted(self._sections.items()) if s]
-            chunks.append(self._writer.end(chunks, len(chunks) - 1, self._timers))
+            writer = self._get_writer()
+            chunks = [writer.header()] + [s for kg, s in sorted(self._sections.items()) if s]
+            chunks.append(writer.end(chunks, len(chunks) - 1, self._timers))
             self._result = b"".join(chunks)
             self._sections = {}
             self._release("finished")
@@ -433,12 +438,21 @@ def start_snapshot(manager: InternalTimeServiceManager,
     queues = []
     for _, service in services:
         queues.append((service.event_time_timers_queue, None))
-        queues.append((service.processing_time_timers_queue, service.termination_action_of))
+        queues.append((service.processing_time_timers_queue, _action_source(service)))
     version = versions.begin(queues)
     layers = [(name, service.event_time_timers_queue.mutation_router,
                service.processing_time_timers_queue.mutation_router) for name, service in services]
     restored = {name: dict(groups) for name, groups in manager._restored.items()}
     return TimerSnapshot(manager, versions, version, layers, restored, format_version)
+
+
+def _action_source(service) -> Callable | None:
+    """The service's ``termination_action_of``; None while it answers CANCEL for every timer (the
+    value of an event-time timer too, so the layer needs no call per timer)."""
+    action_of = service.termination_action_of
+    if getattr(action_of, "__func__", None) is InternalTimerService.termination_action_of:
+        return None
+    return action_of
 
 
 # -- restore -------------------------------------------------------------------------------

@@ -121,6 +121,20 @@ class TaskConfig:
     drain: bool = True
     firing_budget: int = 1_000_000
 
+    @classmethod
+    def from_configuration(cls, conf: dict[str, Any], drain: bool = True) -> "TaskConfig":
+        """From Flink-style configuration keys; unknown keys are an error."""
+        known = {INTERRUPTIBLE_TIMERS_KEY: "interruptible_timers",
+                 "execution.checkpointing.unaligned.enabled": "unaligned_checkpoints"}
+        values = {}
+        for key, value in conf.items():
+            if key not in known:
+                raise ValueError(f"unknown configuration key {key!r}; known: {', '.join(sorted(known))}")
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false, got {value!r}")
+            values[known[key]] = value
+        return cls(drain=drain, **values)
+
 
 class OperatorTask:
     """One parallel subtask of the keyed operator (and its chained sink)."""

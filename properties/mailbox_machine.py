@@ -20,6 +20,15 @@ PRIORITIES = st.integers(0, 3)
 TAKE_PRIORITIES = st.integers(-1, 3)  # -1: TaskMailbox.MIN_PRIORITY, sees deferrable mail
 OPTIONS = st.sampled_from(["default", "default", "deferrable", "urgent"])
 
+AFTER_CLOSE = 3  # steps a closed mailbox is probed before only a new mailbox may follow
+
+
+def _live(machine: "MailboxMachine") -> bool:
+    return machine.box.state != "CLOSED" or machine.since_close < AFTER_CLOSE
+
+
+live = precondition(_live)
+
 LABELS = (
     "urgent mail overtook a batch",
     "priority hid an earlier mail",
@@ -43,6 +52,7 @@ class MailboxMachine(RuleBasedStateMachine):
         self.steps: list = []
         self.mail_count = 0
         self.overtakers: set[str] = set()  # urgent mails put while non-urgent mail was in the batch
+        self.since_close = 0  # steps taken on a closed mailbox
 
     # -- recording ---------------------------------------------------------------------------
     def do(self, step) -> list[dict]:
@@ -55,6 +65,7 @@ class MailboxMachine(RuleBasedStateMachine):
             e.streamproof_steps = list(self.steps)  # the reporter turns these into a scenario
             raise
         self._notice(step, observed, mails, batch, state)
+        self.since_close = self.since_close + 1 if self.box.state == "CLOSED" else 0
         return observed
 
     @property
@@ -109,63 +120,76 @@ class MailboxMachine(RuleBasedStateMachine):
             name = f"m{self.mail_count}"
         self.do(sc.Put(name, priority, options))
 
+    @live
     @rule(target=priorities, priority=PRIORITIES, options=OPTIONS)
     def put(self, priority, options):
         self._put(priority, options)
         return priority
 
+    @live
     @rule(mails=st.lists(st.tuples(PRIORITIES, OPTIONS), min_size=2, max_size=5))
     def put_many(self, mails):
         for priority, options in mails:
             self._put(priority, options)
 
-    @precondition(lambda self: self.mail_count > 0)
+    @precondition(lambda self: _live(self) and self.mail_count > 0)
     @rule(data=st.data(), priority=PRIORITIES, options=OPTIONS)
     def put_same_name_again(self, data, priority, options):
         """Two mails with one name: the no-loss check counts names as a multiset."""
         number = data.draw(st.integers(1, self.mail_count), label="mail")
         self._put(priority, options, f"m{number}")
 
+    @live
     @rule(priority=TAKE_PRIORITIES)
     def try_take(self, priority):
         self.do(sc.TryTake(priority))
 
+    @live
     @rule(priority=priorities)
     def try_take_at_a_put_priority(self, priority):
         self.do(sc.TryTake(priority))
 
+    @live
     @rule()
     def create_batch(self):
         self.do(sc.CreateBatch())
 
+    @live
     @rule()
     def try_take_from_batch(self):
         self.do(sc.TryTakeFromBatch())
 
+    @live
     @rule(priority=TAKE_PRIORITIES)
     def try_yield(self, priority):
         self.do(sc.TryYield(priority))
 
+    @live
     @rule(priority=priorities)
     def try_yield_at_a_put_priority(self, priority):
         self.do(sc.TryYield(priority))
 
+    @live
     @rule(priority=TAKE_PRIORITIES)
     def should_interrupt(self, priority):
         self.do(sc.ShouldInterrupt(priority))
 
+    @live
     @rule()
     def has_mail(self):
         self.do(sc.HasMail())
 
+    @live
     @rule()
     def size(self):
         self.do(sc.Size())
 
+    @live
     @rule()
     def quiesce(self):
         self.do(sc.Quiesce())
 
+    @live
     @rule()
     def close(self):
         self.do(sc.Close())

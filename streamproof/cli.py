@@ -212,10 +212,10 @@ def _select_explorable(names: list[str]) -> list[registry.Property]:
         raise _input_error(e) from None
     named = set(names)
     for prop in props:
-        if prop.machine is None and prop.name in named:
-            raise InputError(f"property {prop.name!r} has no state machine to explore; "
+        if prop.machine is None and prop.strategy is None and prop.name in named:
+            raise InputError(f"property {prop.name!r} has nothing to explore with; "
                              "replay its scenarios with 'streamproof replay'")
-    return [p for p in props if p.machine is not None]
+    return [p for p in props if p.machine is not None or p.strategy is not None]
 
 
 @dataclasses.dataclass

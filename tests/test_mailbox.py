@@ -2,6 +2,8 @@
 TaskMailboxProcessorTest), each run against the implementation and, where the model covers it,
 against the model; the processor's loop; the differential state machine and its reachability."""
 
+from pathlib import Path
+
 import pytest
 from hypothesis import settings
 
@@ -18,10 +20,12 @@ from properties.mailbox_machine import MailboxMachine
 from properties.mailbox_runner import normalize, run_impl, run_model
 from properties.scenario import (
     Close, CreateBatch, HasMail, NewMailbox, Put, Quiesce, ShouldInterrupt, Size, TryTake,
-    TryTakeFromBatch, TryYield,
+    TryTakeFromBatch, TryYield, load_scenario_file,
 )
+from streamproof.replay import replay
 
 TestMailboxDifferential = MailboxMachine.TestCase
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "mailbox").glob("*.json"))
 
 CLOSED_ERROR = {"event": "error", "text": "MailboxClosedException"}
 
@@ -380,3 +384,14 @@ def test_interesting_cases_are_reached():
     print("\nreachability over", result.examples, "examples:", dict(sorted(result.reach.items())))
     for label in prop.reachability:
         assert result.reach.get(label, 0) > 0, f"never reached: {label}"
+
+
+# -- the hand-written examples ------------------------------------------------------------------
+def test_there_are_mailbox_examples():
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_replays_and_matches_what_it_expects(path):
+    result = replay(load_scenario_file(path))
+    assert result.holds and result.matches_expected is True, result.failure()

@@ -139,3 +139,22 @@ def test_deferred_continuation_runs_before_end_of_data_and_finish():
     assert out.index(("wm", MAX_WATERMARK)) < out.index("end_of_data") == len(out) - 1
     assert sorted(o for o in out if isinstance(o, str) and o.startswith("fired")) == [f"fired-key-{i}" for i in range(5)]
     assert task.watermark_processor.interruptions >= 1 and task.state == task.FINISHED
+
+
+def test_interruptible_timers_need_the_config_key_and_the_operator_opt_in():
+    from impl.task import INTERRUPTIBLE_TIMERS_KEY
+
+    class OptedOut(MultipleTimersAtTheSameTimestamp):
+        interruptible_timers = False
+
+    on = TaskConfig.from_configuration({INTERRUPTIBLE_TIMERS_KEY: True})
+    assert on.interruptible_timers and not TaskConfig.from_configuration({}).interruptible_timers
+    def task_with(function, config):
+        return OperatorTask("op", 0, 1, 0, 128, KeyGroupRange(0, 127), function, 1,
+                            ManualProcessingTimeService(), ExternalSystem(), config, lambda c, s: None)
+    assert task_with(MultipleTimersAtTheSameTimestamp(), on).interruptible
+    assert not task_with(OptedOut(), on).interruptible
+    assert not task_with(MultipleTimersAtTheSameTimestamp(), TaskConfig()).interruptible
+    import pytest
+    with pytest.raises(ValueError, match="unknown configuration key"):
+        TaskConfig.from_configuration({"execution.checkpointing.interruptible": True})
