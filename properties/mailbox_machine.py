@@ -20,11 +20,11 @@ PRIORITIES = st.integers(0, 3)
 TAKE_PRIORITIES = st.integers(-1, 3)  # -1: TaskMailbox.MIN_PRIORITY, sees deferrable mail
 OPTIONS = st.sampled_from(["default", "default", "deferrable", "urgent"])
 
-AFTER_CLOSE = 3  # steps a closed mailbox is probed before only a new mailbox may follow
+NOT_OPEN_STEPS = 6  # steps a quiesced or closed mailbox is probed; then close / a new mailbox
 
 
 def _live(machine: "MailboxMachine") -> bool:
-    return machine.box.state != "CLOSED" or machine.since_close < AFTER_CLOSE
+    return machine.box.state == "OPEN" or machine.not_open_steps < NOT_OPEN_STEPS
 
 
 live = precondition(_live)
@@ -52,7 +52,7 @@ class MailboxMachine(RuleBasedStateMachine):
         self.steps: list = []
         self.mail_count = 0
         self.overtakers: set[str] = set()  # urgent mails put while non-urgent mail was in the batch
-        self.since_close = 0  # steps taken on a closed mailbox
+        self.not_open_steps = 0  # steps taken since the mailbox left OPEN
 
     # -- recording ---------------------------------------------------------------------------
     def do(self, step) -> list[dict]:
@@ -65,7 +65,7 @@ class MailboxMachine(RuleBasedStateMachine):
             e.streamproof_steps = list(self.steps)  # the reporter turns these into a scenario
             raise
         self._notice(step, observed, mails, batch, state)
-        self.since_close = self.since_close + 1 if self.box.state == "CLOSED" else 0
+        self.not_open_steps = 0 if self.box.state == "OPEN" else self.not_open_steps + 1
         return observed
 
     @property
@@ -189,7 +189,7 @@ class MailboxMachine(RuleBasedStateMachine):
     def quiesce(self):
         self.do(sc.Quiesce())
 
-    @live
+    @precondition(lambda self: _live(self) or self.box.state == "QUIESCED")
     @rule()
     def close(self):
         self.do(sc.Close())

@@ -7,7 +7,10 @@ import threading
 
 import pytest
 
-from impl.keygroups import Int32, KeyGroupRange, compute_key_group_range_for_operator_index
+from impl.keygroups import (
+    Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
+    compute_operator_index_for_key_group,
+)
 from impl.snapshot_format import SnapshotFormatError, decode_snapshot
 from impl.snapshots import BASE_VERSION, restore_from_snapshots, start_snapshot, versions_of
 from impl.termination import TimerTerminationAction
@@ -226,9 +229,7 @@ def test_termination_actions_are_written_per_processing_timer_as_they_were():
 def test_restored_but_not_yet_created_services_are_in_the_snapshot():
     m, context = manager()
     m.restore_state_for_key_group(
-        110, {"lazy": InternalTimersSnapshot((InternalTimer(3, "x", "w"),), ())})
-    from impl.keygroups import assign_to_key_group
-    assert assign_to_key_group("x", MP) == 110
+        assign_to_key_group("x", MP), {"lazy": InternalTimersSnapshot((InternalTimer(3, "x", "w"),), ())})
     snapshot = m.start_snapshot()
     service(m, "lazy")  # created while the snapshot runs
     assert read(snapshot.finish()) == {("lazy", "event", InternalTimer(3, "x", "w"))}
@@ -300,7 +301,6 @@ def populated(parallelism, max_parallelism=16, timers=200, seed=0):
     for i in range(parallelism):
         kgr = compute_key_group_range_for_operator_index(max_parallelism, parallelism, i)
         managers.append(manager(kgr, max_parallelism))
-    from impl.keygroups import assign_to_key_group, compute_operator_index_for_key_group
     for _ in range(timers):
         key = rng.choice(["a", "b", "c", 1, 2, 3, Int32(4), "日本", "x", "y"])
         owner = compute_operator_index_for_key_group(max_parallelism, parallelism,
