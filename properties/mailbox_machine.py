@@ -20,15 +20,6 @@ PRIORITIES = st.integers(0, 3)
 TAKE_PRIORITIES = st.integers(-1, 3)  # -1: TaskMailbox.MIN_PRIORITY, sees deferrable mail
 OPTIONS = st.sampled_from(["default", "default", "deferrable", "urgent"])
 
-NOT_OPEN_STEPS = 6  # steps a quiesced or closed mailbox is probed; then close / a new mailbox
-
-
-def _live(machine: "MailboxMachine") -> bool:
-    return machine.box.state == "OPEN" or machine.not_open_steps < NOT_OPEN_STEPS
-
-
-live = precondition(_live)
-
 LABELS = (
     "urgent mail overtook a batch",
     "priority hid an earlier mail",
@@ -52,7 +43,6 @@ class MailboxMachine(RuleBasedStateMachine):
         self.steps: list = []
         self.mail_count = 0
         self.overtakers: set[str] = set()  # urgent mails put while non-urgent mail was in the batch
-        self.not_open_steps = 0  # steps taken since the mailbox left OPEN
 
     # -- recording ---------------------------------------------------------------------------
     def do(self, step) -> list[dict]:
@@ -65,7 +55,6 @@ class MailboxMachine(RuleBasedStateMachine):
             e.streamproof_steps = list(self.steps)  # the reporter turns these into a scenario
             raise
         self._notice(step, observed, mails, batch, state)
-        self.not_open_steps = 0 if self.box.state == "OPEN" else self.not_open_steps + 1
         return observed
 
     @property
@@ -120,79 +109,63 @@ class MailboxMachine(RuleBasedStateMachine):
             name = f"m{self.mail_count}"
         self.do(sc.Put(name, priority, options))
 
-    @live
     @rule(target=priorities, priority=PRIORITIES, options=OPTIONS)
     def put(self, priority, options):
         self._put(priority, options)
         return priority
 
-    @live
     @rule(mails=st.lists(st.tuples(PRIORITIES, OPTIONS), min_size=2, max_size=5))
     def put_many(self, mails):
         for priority, options in mails:
             self._put(priority, options)
 
-    @precondition(lambda self: _live(self) and self.mail_count > 0)
+    @precondition(lambda self: self.mail_count > 0)
     @rule(data=st.data(), priority=PRIORITIES, options=OPTIONS)
     def put_same_name_again(self, data, priority, options):
         """Two mails with one name: the no-loss check counts names as a multiset."""
         number = data.draw(st.integers(1, self.mail_count), label="mail")
         self._put(priority, options, f"m{number}")
 
-    @live
     @rule(priority=TAKE_PRIORITIES)
     def try_take(self, priority):
         self.do(sc.TryTake(priority))
 
-    @live
     @rule(priority=priorities)
     def try_take_at_a_put_priority(self, priority):
         self.do(sc.TryTake(priority))
 
-    @live
     @rule()
     def create_batch(self):
         self.do(sc.CreateBatch())
 
-    @live
     @rule()
     def try_take_from_batch(self):
         self.do(sc.TryTakeFromBatch())
 
-    @live
     @rule(priority=TAKE_PRIORITIES)
     def try_yield(self, priority):
         self.do(sc.TryYield(priority))
 
-    @live
     @rule(priority=priorities)
     def try_yield_at_a_put_priority(self, priority):
         self.do(sc.TryYield(priority))
 
-    @live
     @rule(priority=TAKE_PRIORITIES)
     def should_interrupt(self, priority):
         self.do(sc.ShouldInterrupt(priority))
 
-    @live
     @rule()
     def has_mail(self):
         self.do(sc.HasMail())
 
-    @live
     @rule()
     def size(self):
         self.do(sc.Size())
 
-    @live
-    @rule()
-    def quiesce(self):
-        self.do(sc.Quiesce())
-
-    @precondition(lambda self: _live(self) or self.box.state == "QUIESCED")
-    @rule()
-    def close(self):
-        self.do(sc.Close())
+    @rule(close=st.booleans())
+    def quiesce_or_close(self, close):
+        """One rule for both, so that the mailbox stays OPEN for longer."""
+        self.do(sc.Close() if close else sc.Quiesce())
 
     @precondition(lambda self: self.box.state == "CLOSED")
     @rule()

@@ -658,7 +658,7 @@ def json_schema() -> dict:
     """
     _ensure_families()
     names: dict[type, str] = {}
-    for family in FAMILIES.values():
+    for family in sorted(FAMILIES.values(), key=lambda f: f.name):
         for op, cls in family.steps.items():
             names.setdefault(cls, f"{family.name}.{op}")
 
@@ -666,7 +666,7 @@ def json_schema() -> dict:
         return f"#/$defs/{names[cls]}"
 
     defs = {name: _step_schema(cls, ref) for cls, name in names.items()}
-    for family in FAMILIES.values():
+    for family in sorted(FAMILIES.values(), key=lambda f: f.name):
         defs[f"{family.name}.step"] = _dispatch_schema(family.steps.values(), ref)
     json_objects = {"type": "array", "items": {"type": "object"}}
     return {
@@ -679,7 +679,7 @@ def json_schema() -> dict:
         "additionalProperties": False,
         "properties": {
             "format": {"const": FORMAT},
-            "family": {"enum": list(FAMILIES)},
+            "family": {"enum": sorted(FAMILIES)},
             "name": {"type": "string"},
             "description": {"type": "string"},
             "property": {"type": "string"},
@@ -691,7 +691,7 @@ def json_schema() -> dict:
         "allOf": [
             {"if": {"properties": {"family": {"const": f.name}}, "required": ["family"]},
              "then": {"properties": {"steps": {"items": {"$ref": f"#/$defs/{f.name}.step"}}}}}
-            for f in FAMILIES.values()
+            for f in sorted(FAMILIES.values(), key=lambda f: f.name)
         ],
         "$defs": defs,
     }

@@ -18,7 +18,7 @@ from impl.keygroups import Int32
 from properties import scenario as sc
 from properties import snapshot_steps as ss
 from properties.reach import note
-from properties.snapshot_check import INVARIANTS, DifferentialSnapshots
+from properties.snapshot_check import ALL_INVARIANTS, INVARIANTS, DifferentialSnapshots
 
 KEYS = st.sampled_from(["a", "b", "c", "key1", "日本", 1, 2, -7, Int32(1), Int32(-7)])
 NAMESPACES = st.sampled_from(["n", "w"])
@@ -47,14 +47,14 @@ REACHABILITY = (
 
 
 class SnapshotMachine(RuleBasedStateMachine):
-    """Explores one property's invariants (subclasses set :attr:`PROPERTY`)."""
+    """Explores one property's invariants (:attr:`PROPERTY`; None: every invariant)."""
 
-    PROPERTY = "snapshots.point-in-time"
+    PROPERTY: str | None = None
     timers = Bundle("timers")
 
     def __init__(self) -> None:
         super().__init__()
-        self.run = DifferentialSnapshots(INVARIANTS[self.PROPERTY])
+        self.run = DifferentialSnapshots(ALL_INVARIANTS if self.PROPERTY is None else INVARIANTS[self.PROPERTY])
         self.steps: list = []
         self.count = 0
         self.running: list[str] = []    # in start order
@@ -194,6 +194,7 @@ class SnapshotMachine(RuleBasedStateMachine):
 
     def scenario(self) -> sc.Scenario:
         return sc.Scenario(family="snapshots", steps=tuple(self.steps), property=self.PROPERTY)
+
 
 
 class PointInTimeMachine(SnapshotMachine):

@@ -1,6 +1,9 @@
 """Loads the streamproof Hypothesis profiles; ``--hypothesis-profile`` (default ci) picks one."""
 
-from properties import profiles  # noqa: F401  (registers dev / ci / campaign)
 from hypothesis import settings
 
+from properties import profiles  # noqa: F401  (registers dev / ci / campaign)
+from properties import scenario
+
+scenario._ensure_families()  # every family registered before any test snapshots the registry
 settings.load_profile("ci")

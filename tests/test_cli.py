@@ -138,9 +138,9 @@ def test_replay_of_a_missing_or_invalid_json_file_is_one_line(tmp_path, content,
 
 
 def test_replay_of_a_family_without_property_is_bad_input(tmp_path):
-    case = next(c for c in load_vectors("flink_mailbox_traces.json")["cases"])
-    path = write(tmp_path / "mailbox.json", case)
-    assert_input_error(run("replay", path), "no property checks family 'mailbox' yet")
+    case = next(c for c in load_vectors("flink_valve_traces.json")["cases"])
+    path = write(tmp_path / "valve.json", case)
+    assert_input_error(run("replay", path), "no property checks family 'valve' yet")
 
 
 def test_replay_of_an_unknown_property_is_bad_input(tmp_path):
