@@ -20,19 +20,6 @@ PRIORITIES = st.integers(0, 3)
 TAKE_PRIORITIES = st.integers(-1, 3)  # -1: TaskMailbox.MIN_PRIORITY, sees deferrable mail
 OPTIONS = st.sampled_from(["default", "default", "deferrable", "urgent"])
 
-LABELS = (
-    "urgent mail overtook a batch",
-    "priority hid an earlier mail",
-    "priority hid every mail",
-    "deferrable mail invisible to yield",
-    "batch empty while new mail waits",
-    "should_interrupt for mail the executor cannot take",
-    "mail taken from a quiesced mailbox",
-    "put refused after quiesce",
-    "take refused after close",
-    "close dropped mail",
-)
-
 
 class MailboxMachine(RuleBasedStateMachine):
     priorities = Bundle("priorities")  # priorities mails were put with: takes at them hide the rest
@@ -186,4 +173,4 @@ class MailboxMachine(RuleBasedStateMachine):
         return sc.Scenario(family="mailbox", steps=tuple(self.steps))
 
 
-__all__ = ["MailboxMachine", "LABELS"]
+__all__ = ["MailboxMachine"]

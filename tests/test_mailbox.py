@@ -206,9 +206,9 @@ def test_should_interrupt_any_mail_or_urgent_only():
     """Flink today interrupts for any mail; FLINK-35051 would interrupt for urgent mail only."""
     steps = [ShouldInterrupt(0), Put("A", 5, "default"), Put("D", 0, "deferrable"), ShouldInterrupt(0),
              Put("U", 0, "urgent"), ShouldInterrupt(9), TryTake(0), ShouldInterrupt(0)]
-    both(steps, [value("should_interrupt", v) for v in (False, True, True)] + [took("U"), value("should_interrupt", True)])
-    both(steps, [value("should_interrupt", v) for v in (False, False, True)] + [took("U"), value("should_interrupt", False)],
-         policy="urgent_only")
+    interrupts = lambda *answers: [value("should_interrupt", a) for a in answers]  # noqa: E731
+    both(steps, [*interrupts(False, True, True), took("U"), *interrupts(True)])
+    both(steps, [*interrupts(False, False, True), took("U"), *interrupts(False)], policy="urgent_only")
     box = TaskMailbox()
     executor = MailboxExecutor(box, 0, InterruptPolicy.URGENT_ONLY)
     executor.execute(noop, "record")
