@@ -73,6 +73,7 @@ def run_spark(label: str, master: str, spec, out: str, conf: dict | None = None,
     spark = session.start_session(master, api=api, app_name=f"benchmark {label}", conf=conf,
                                   log_path=os.path.join(out, "_logs", f"{spec.name}.log"))
     ship.ship(spark)
+    camp.warm_up(spark, cores)
     startup = time.perf_counter() - started
     try:
         run = camp.new_run(master, api)

@@ -17,6 +17,8 @@ from collections import Counter
 from functools import lru_cache
 
 from impl.job import JobSpec
+from impl.operators import StreamRecord
+from model import job as job_model
 from impl.sim import SimulationError, SimulationResult, simulate
 from impl.timers import MAX_WATERMARK
 from properties.job_functions import FUNCTIONS
@@ -86,11 +88,25 @@ def check_job(scenario: Scenario, prop: str) -> Verdict:
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
     observed = _observed(faulty)
+    expected = model_reference(scenario)
+    if Counter(reference.committed) != expected:
+        extra = sorted(Counter(reference.committed) - expected, key=repr)[:3]
+        missing = sorted(expected - Counter(reference.committed), key=repr)[:3]
+        return Verdict(prop, False, observed, "reference-run-matches-model",
+                       f"the failure-free run differs from model/job.py: extra {extra}, missing {missing}")
     problem = CHECKS[prop](faulty, reference)
     if problem:
         invariant, message = problem
         return Verdict(prop, False, observed, invariant, message)
     return Verdict(prop, True, observed)
+
+
+def model_reference(scenario: Scenario) -> Counter:
+    """``model/job.py``'s reference output for the scenario (independent of the implementation)."""
+    params = job_params(scenario)
+    sources = [[("record", e.key, e.value, e.timestamp) if isinstance(e, StreamRecord) else ("watermark", e.timestamp)
+                for e in source] for source in sources_of(scenario)]
+    return job_model.reference_output(params["operator"], sources, params["drain"])
 
 
 def _exactly_once(run: SimulationResult, reference: SimulationResult):

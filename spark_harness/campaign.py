@@ -28,9 +28,10 @@ from typing import Callable, Iterable
 from spark_harness import executor, spec as specs
 from spark_harness.spec import CampaignSpec
 
-CHUNK_SECONDS = 1.5      # a partition's work: ~1-2 s (per-partition cost here is ~30 ms)
+CHUNK_SECONDS = 2.0      # a partition's work: ~2 s (each partition costs ~30-150 ms here)
 WAVE_SECONDS = 30.0      # a wave's wall time: what an interruption can cost
-MAX_WAVE_ATTEMPTS = 3
+MAX_WAVE_ATTEMPTS = 3    # a failed wave (lost executor, crashed worker) runs again
+PIPELINE = 2             # waves in flight at once
 
 
 class CampaignError(RuntimeError):
@@ -289,12 +290,37 @@ def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dic
 
 # ---------------------------------------------------------------------------------- driver
 
+def cancel_all(spark) -> None:
+    """Cancels every running job of the session (either API)."""
+    from spark_harness.session import is_connect
+
+    try:
+        if is_connect(spark):
+            spark.interruptAll()
+        else:
+            spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001 - the session may be gone already
+        pass
+
+
+def warm_up(spark, cores: int) -> None:
+    """Starts the Python workers and imports the properties there (part of startup)."""
+    n = max(2, 2 * cores)
+    spark.range(0, n, 1, n).mapInArrow(executor.warm_up, executor.DESCRIBE_DDL).collect()
+
+
 def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume: bool,
                  cores: int, wave_seconds: float = WAVE_SECONDS, bar=None,
                  max_waves: int | None = None, stored: CampaignSpec | None = None,
-                 on_wave: Callable[[int, int], None] | None = None) -> CampaignResult | None:
+                 on_wave: Callable[[int, int], None] | None = None,
+                 pipeline: int = PIPELINE) -> CampaignResult | None:
     """Runs the chunks of ``spec`` not yet complete in ``out``; returns the verified summary, or
-    None when ``max_waves`` stopped it early (a test hook for interrupted campaigns)."""
+    None when ``max_waves`` stopped it early (a test hook for interrupted campaigns).
+
+    Up to ``pipeline`` waves are in flight at once (each a job submitted from its own thread), so
+    the cluster never idles between waves; each wave still commits on its own."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     from spark_harness import progress as progress_mod
 
     if resume and stored is not None:
@@ -308,44 +334,61 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
                              if (p, c) not in done])
     run.chunks_resumed = len(done)
     run.cores = cores
-    chunk_secs = CHUNK_SECONDS
-    wave_chunks = max(4 * cores, math.ceil(cores * wave_seconds / chunk_secs))
+    wave_chunks = max(4 * cores, math.ceil(cores * wave_seconds / CHUNK_SECONDS))
     waves = waves_of(todo, wave_chunks)
-    seeds_done = sum(hi - lo for p, c in done for lo, hi in [spec.chunk_range(p, c)])
-    tracker = handle = None
+    if max_waves is not None:
+        waves = waves[:max_waves]
+    seeds_of = lambda wave: sum(hi - lo for p, c in wave for lo, hi in [spec.chunk_range(p, c)])  # noqa: E731
+    handle = None
     if bar is not None:
-        bar.done_before = seeds_done
-        tracker = progress_mod.TaskProgress(bar.tasks)
-        handle = progress_mod.attach(spark, tracker)
+        bar.begin(sum(seeds_of([pc]) for pc in done), len(waves))
+        handle = progress_mod.attach(spark, progress_mod.TaskProgress(bar.tasks))
     started = time.perf_counter()
+    executor_pool = ThreadPoolExecutor(max_workers=max(1, pipeline), thread_name_prefix="streamproof-wave")
+    in_flight: dict = {}
+    queue = list(enumerate(waves, 1))
+
+    def submit(number: int, wave: list, attempt: int) -> None:
+        future = executor_pool.submit(write_wave, spark, spec, out, wave)
+        in_flight[future] = (number, wave, attempt)
+        if bar is not None:
+            bar.started(seeds_of(wave))
+
     try:
-        for number, wave in enumerate(waves, 1):
-            if max_waves is not None and number > max_waves:
-                return None
-            seeds = sum(hi - lo for p, c in wave for lo, hi in [spec.chunk_range(p, c)])
-            if bar is not None:
-                tracker.reset()
-                bar.start_wave(number, len(waves), seeds)
-            for attempt in range(1, MAX_WAVE_ATTEMPTS + 1):
-                try:
-                    write_wave(spark, spec, out, wave)
-                    break
-                except Exception as e:  # noqa: BLE001 - a lost executor, a crashed worker: retry
-                    if attempt == MAX_WAVE_ATTEMPTS:
-                        raise CampaignError(f"wave {number} failed {attempt} times: {_first_line(e)}") from None
-            run.waves += 1
-            run.chunks_run += len(wave)
-            run.seeds_run += seeds
-            if bar is not None:
-                bar.end_wave(seeds)
-            if on_wave is not None:
-                on_wave(number, len(waves))
+        while queue and len(in_flight) < max(1, pipeline):
+            submit(*queue.pop(0), 1)
+        while in_flight:
+            finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            for future in finished:
+                number, wave, attempt = in_flight.pop(future)
+                error = future.exception()
+                if bar is not None:
+                    bar.ended(seeds_of(wave), error is None, number)
+                if error is not None:  # a lost executor, a crashed worker: run the wave again
+                    if attempt >= MAX_WAVE_ATTEMPTS:
+                        raise CampaignError(f"wave {number} failed {attempt} times: {_first_line(error)}")
+                    submit(number, wave, attempt + 1)
+                    continue
+                run.waves += 1
+                run.chunks_run += len(wave)
+                run.seeds_run += seeds_of(wave)
+                if on_wave is not None:
+                    on_wave(number, len(waves))
+                if queue:
+                    submit(*queue.pop(0), 1)
+    except BaseException:
+        cancel_all(spark)
+        executor_pool.shutdown(wait=False, cancel_futures=True)
+        raise
     finally:
         run.seconds += time.perf_counter() - started
         if handle is not None:
             handle.close()
         if bar is not None:
             bar.close()
+    executor_pool.shutdown(wait=True)
+    if max_waves is not None and run.chunks_run < len(todo):
+        return None
     started = time.perf_counter()
     per_property, failures, verified, problems = summarize(spark, out, spec)
     run.completed = verified

@@ -69,9 +69,13 @@ class _ClassicPoller:
 
 
 class _ConnectHandler:
+    """Sums the stages of every operation in flight (a campaign runs two waves at once)."""
+
     def __init__(self, spark, progress: TaskProgress):
         self.spark = spark
         self.progress = progress
+        self.lock = threading.Lock()
+        self.operations: dict = {}
         spark.registerProgressHandler(self)
 
     def __call__(self, stages, inflight_tasks, operation_id, done) -> None:
@@ -79,8 +83,14 @@ class _ConnectHandler:
         for stage in stages or ():
             total += stage.num_tasks
             completed += stage.num_completed_tasks
-        if total:
-            self.progress.update(completed, total)
+        with self.lock:
+            if done:
+                self.operations.pop(operation_id, None)
+            elif total:
+                self.operations[operation_id] = (completed, total)
+            completed = sum(c for c, _ in self.operations.values())
+            total = sum(t for _, t in self.operations.values())
+        self.progress.update(completed, total)
 
     def close(self) -> None:
         try:
@@ -99,47 +109,57 @@ def attach(spark, progress: TaskProgress, interval: float = 0.5):
 
 
 class Bar:
-    """A one-line progress display on a terminal (``\\r``), or a line per wave elsewhere."""
+    """A one-line progress display on a terminal (``\\r``), or a line per committed wave
+    elsewhere. Seeds done = seeds committed + the finished fraction of the tasks in flight."""
 
     def __init__(self, stream, total_seeds: int, tty: bool, label: str = "campaign"):
         self.stream = stream
         self.total = max(1, total_seeds)
         self.tty = tty
         self.label = label
-        self.started = time.perf_counter()
-        self.done_before = 0   # seeds committed by earlier waves (and earlier runs)
-        self.wave_seeds = 0
-        self.wave = (0, 0)
+        self.started_at = time.perf_counter()
+        self.committed = 0
+        self.in_flight = 0
+        self.waves = 0
+        self.waves_done = 0
         self._last = ""
 
-    def start_wave(self, number: int, waves: int, seeds: int) -> None:
-        self.wave = (number, waves)
-        self.wave_seeds = seeds
-        self.tasks(0, 1)
+    def begin(self, committed: int, waves: int) -> None:
+        self.committed, self.waves = committed, waves
+        self._draw(self.committed)
+
+    def started(self, seeds: int) -> None:
+        self.in_flight += seeds
 
     def tasks(self, completed: int, total: int) -> None:
-        if not self.tty:
-            return
-        seeds = self.done_before + int(self.wave_seeds * (completed / total if total else 0))
-        self._draw(seeds)
+        if self.tty and total:
+            self._draw(self.committed + int(self.in_flight * min(1.0, completed / total)))
 
-    def end_wave(self, seeds: int) -> None:
-        self.done_before += seeds
+    def ended(self, seeds: int, ok: bool, number: int) -> None:
+        self.in_flight -= seeds
+        if not ok:
+            if not self.tty:
+                self._line(f"wave {number} failed; running it again")
+            return
+        self.committed += seeds
+        self.waves_done += 1
         if self.tty:
-            self._draw(self.done_before)
+            self._draw(self.committed)
         else:
-            number, waves = self.wave
-            elapsed = time.perf_counter() - self.started
-            self.stream.write(f"{self.label}: wave {number}/{waves} committed, {self.done_before}/{self.total} "
-                              f"seeds ({100 * self.done_before / self.total:.0f}%), {elapsed:.0f} s\n")
-            self.stream.flush()
+            self._line(f"wave {number} committed ({self.waves_done}/{self.waves}), {self.committed}/{self.total} "
+                       f"seeds ({100 * self.committed / self.total:.0f}%), {time.perf_counter() - self.started_at:.0f} s")
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"{self.label}: {text}\n")
+        self.stream.flush()
 
     def _draw(self, seeds: int) -> None:
+        if not self.tty:
+            return
         width = 30
         filled = int(width * min(1.0, seeds / self.total))
-        number, waves = self.wave
         line = (f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {seeds}/{self.total} seeds  "
-                f"wave {number}/{waves}  {time.perf_counter() - self.started:.0f} s")
+                f"waves {self.waves_done}/{self.waves}  {time.perf_counter() - self.started_at:.0f} s")
         if line != self._last:
             self.stream.write(line)
             self.stream.flush()
@@ -149,3 +169,4 @@ class Bar:
         if self.tty and self._last:
             self.stream.write("\n")
             self.stream.flush()
+            self._last = ""

@@ -154,6 +154,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     try:
         ship.ship(spark)
         cores = sess.cluster_cores(spark, target)
+        camp.warm_up(spark, cores)
         run.startup_seconds = time.perf_counter() - started
         stored = camp.load_spec(spark, out, name)
         planning = time.perf_counter()

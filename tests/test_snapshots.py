@@ -380,3 +380,41 @@ def test_start_snapshot_function_and_manager_method_agree():
     s = service(m)
     register(context, s, "a", 1)
     assert read(start_snapshot(m).finish()) == read(m.start_snapshot().finish())
+
+
+# -- many concurrent snapshots against a brute-force copy ----------------------------------------
+from hypothesis import given, strategies as st  # noqa: E402
+
+OPS = st.lists(st.tuples(st.sampled_from(["register", "delete", "fire", "start", "end", "step"]),
+                         st.integers(0, 5), st.integers(0, 3), st.sampled_from(["event", "processing"])),
+               max_size=120)
+
+
+@given(ops=OPS)
+def test_up_to_six_concurrent_snapshots_each_see_their_start(ops):
+    """Compaction with many running versions, ended in any order: each snapshot equals the copy
+    taken at its start, and nothing is left once all have ended."""
+    m, context = manager(KeyGroupRange(0, 7), 8)
+    s = service(m)
+    running = []  # (snapshot, copy at its start)
+    for op, a, b, domain in ops:
+        key, ts = ["a", "b", "c", "d", "e", 1][a], b
+        if op == "register":
+            register(context, s, key, ts, domain)
+        elif op == "delete":
+            delete(context, s, key, ts, domain)
+        elif op == "fire":
+            if domain == "event":
+                m.advance_watermark(ts)
+            else:
+                m.processing_time_service.advance_to(ts)
+        elif op == "start" and len(running) < 6:
+            running.append((m.start_snapshot(), live(m)))
+        elif op == "end" and running:
+            snapshot, expected = running.pop(a % len(running))
+            assert read(snapshot.finish()) == expected
+        elif op == "step" and running:
+            running[a % len(running)][0].run_async_step()
+    for snapshot, expected in reversed(running):
+        assert read(snapshot.finish()) == expected
+    assert no_leftovers(m)

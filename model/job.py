@@ -1,0 +1,74 @@
+"""Specification of a job's reference output: what its failure-free, uninterrupted run commits.
+
+What is modelled
+  * A bounded job: each source is a list of records ``(key, value, ts)`` and watermarks. With
+    correct watermarks (no record at or below an earlier watermark of its source) and an operator
+    whose output depends only on its input, every interleaving of the sources gives the same
+    output; this module computes it directly from the operator's meaning.
+  * End of input with drain fires every timer (MAX_WATERMARK); without drain only timers at or
+    below the final combined watermark (the minimum over sources of their last watermark) fire.
+  * The operators of ``properties/job_functions.py``: tumbling event-time window sums and timer
+    chains (timers registered inside callbacks).
+
+What is left out
+  * Everything about how: tasks, mailboxes, checkpoints, failures. The implementation's job under
+    any faults must commit exactly this multiset (``job.exactly-once``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+MIN_TIME = -(2**63)
+
+
+def final_watermark(sources: list[list[tuple]], drain: bool) -> float:
+    """The combined watermark at the end: +inf with drain, else the minimum over sources."""
+    if drain:
+        return float("inf")
+    lasts = []
+    for source in sources:
+        marks = [e[1] for e in source if e[0] == "watermark"]
+        lasts.append(max(marks) if marks else MIN_TIME)
+    return min(lasts) if lasts else MIN_TIME
+
+
+def records(sources: list[list[tuple]]) -> list[tuple]:
+    return [e[1:] for source in sources for e in source if e[0] == "record"]
+
+
+def window_sum(sources: list[list[tuple]], drain: bool, size: int = 10) -> Counter:
+    """One output ``(key, window end, sum)`` per key and window, once the window's end is reached."""
+    sums: dict = {}
+    for key, value, ts in records(sources):
+        end = (ts // size + 1) * size - 1
+        sums[(key, end)] = sums.get((key, end), 0) + value
+    limit = final_watermark(sources, drain)
+    return Counter((key, end, total) for (key, end), total in sums.items() if end <= limit)
+
+
+def timer_chain(sources: list[list[tuple]], drain: bool, delay: int = 3, hops: int = 2) -> Counter:
+    """Each record arms a timer ``delay`` later with ``hops`` hops; a firing at T emits
+    ``(key, T, hops left)`` and, while hops remain, arms T + delay; equal timers merge (max)."""
+    pending: dict = {}
+    for key, _, ts in records(sources):
+        pending[(key, ts + delay)] = max(pending.get((key, ts + delay), 0), hops)
+    limit = final_watermark(sources, drain)
+    out: Counter = Counter()
+    while pending:
+        key, at = min(pending, key=lambda k: (k[1], repr(k[0])))
+        if at > limit:
+            break
+        left = pending.pop((key, at)) - 1
+        out[(key, at, left)] += 1
+        if left > 0:
+            pending[(key, at + delay)] = max(pending.get((key, at + delay), 0), left)
+    return out
+
+
+REFERENCES = {"window_sum": window_sum, "yielding_window_sum": window_sum, "timer_chain": timer_chain}
+
+
+def reference_output(operator: str, sources: list[list[tuple]], drain: bool) -> Counter:
+    """The committed output of the failure-free run, as a multiset."""
+    return REFERENCES[operator](sources, drain)
