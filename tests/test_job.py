@@ -92,3 +92,15 @@ def test_job_reachability():
     for label in REACHABILITY + ("unaligned checkpoint carried in-flight records",
                                  "failure after a checkpoint taken inside an interrupted firing"):
         assert result.reach.get(label, 0) > 0, f"never reached: {label}"
+
+
+def test_model_reference_matches_the_failure_free_run():
+    from collections import Counter
+
+    from model import job as job_model
+    as_tuples = [[("record", e.key, e.value, e.timestamp) if isinstance(e, StreamRecord) else ("watermark", e.timestamp)
+                  for e in source] for source in sources()]
+    assert job_model.window_sum(as_tuples, drain=True) == Counter(REFERENCE)
+    assert job_model.window_sum(as_tuples, drain=False) == Counter(r for r in REFERENCE if r[1] <= 9)
+    chain = JobSpec(sources(), lambda: TimerChain(delay=2, hops=3), parallelism=2)
+    assert Counter(simulate(chain, 5).committed) == job_model.timer_chain(as_tuples, drain=True, delay=2, hops=3)
