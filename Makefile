@@ -4,21 +4,33 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test clean
+.PHONY: run test clean java
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-## make run: the main job (every registered property checked; a Spark campaign once that issue lands)
-run: $(STAMP)
-	$(VENV)/bin/streamproof check
+# Spark (the campaign and its tests) needs a Java 17+ runtime: installed with apt-get when run as
+# root, otherwise one clear line.
+java:
+	@if [ -n "$$JAVA_HOME" ] && [ -x "$$JAVA_HOME/bin/java" ] || command -v java >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing a Java 17 runtime for Spark (apt-get install openjdk-17-jre-headless)"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	else echo "streamproof: error: java not found: Spark needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless as root, or set JAVA_HOME)" >&2; exit 1; fi
+
+## make run: the main job: a Spark campaign over every registered property on embedded Spark
+## (local[*]), sized to a few minutes on 2 cores; prints the summary table and the report path.
+RUN_SEEDS ?= 150
+RUN_EXAMPLES ?= 20
+run: $(STAMP) java
+	$(VENV)/bin/streamproof campaign --master 'local[*]' --campaign run --seeds $(RUN_SEEDS) --examples $(RUN_EXAMPLES) --out results
 
 ## make test: the test suite
-test: $(STAMP)
+test: $(STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider --hypothesis-profile=ci
 
 clean:

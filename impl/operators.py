@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
 from impl.keygroups import KeyGroupRange, assign_to_key_group
+from impl.snapshots import restore_from_snapshots, start_snapshot
 from impl.timers import (
     InternalTimeServiceManager, InternalTimer, InternalTimerService, KeyContext, MAX_WATERMARK,
 )
@@ -253,10 +254,10 @@ class KeyedProcessFunction:
 # -- the operator ---------------------------------------------------------------------------
 @dataclass
 class OperatorSnapshot:
-    """Keyed state and timers of one operator subtask, per key group (materialized)."""
+    """Keyed state (per key group) and the timer snapshot file of one operator subtask."""
 
     keyed_state: dict
-    timers: dict  # key group -> {service name -> InternalTimersSnapshot}
+    timers: bytes  # a copy-on-write timer snapshot, written in impl/snapshot_format's format
 
 
 class KeyedProcessOperator:
@@ -282,10 +283,13 @@ class KeyedProcessOperator:
         return bool(getattr(self.function, "interruptible_timers", False))
 
     # -- life cycle -------------------------------------------------------------------------
-    def initialize_state(self, snapshot: OperatorSnapshot | None) -> None:
-        if snapshot is not None:
+    def initialize_state(self, snapshots: list[OperatorSnapshot]) -> None:
+        """Restores from the snapshots of every previous subtask whose key groups overlap ours
+        (any previous parallelism); before ``open()``, as the timer restore requires."""
+        for snapshot in snapshots:
             self.state_backend.restore(snapshot.keyed_state)
-            self.time_service_manager.restore_state(snapshot.timers)
+        if snapshots:
+            restore_from_snapshots(self.time_service_manager, [s.timers for s in snapshots])
 
     def open(self) -> None:
         service = self.time_service_manager.get_internal_timer_service(USER_TIMERS, self)
@@ -325,11 +329,12 @@ class KeyedProcessOperator:
 
     # -- checkpoints ------------------------------------------------------------------------
     def snapshot_state(self) -> OperatorSnapshot:
-        timers = {kg: {name: snap.materialize() for name, snap in per_service.items()}
-                  for kg, per_service in self.time_service_manager.snapshot_state().items()}
-        timers = {kg: per for kg, per in timers.items()
-                  if any(s.event_time_timers or s.processing_time_timers for s in per.values())}
-        return OperatorSnapshot(self.state_backend.snapshot(), timers)
+        """The synchronous part starts a copy-on-write timer snapshot (O(1) in the number of
+        timers, FLINK-9182); its asynchronous part is run to completion here, since nothing can
+        change the timers before the simulated task's next step."""
+        timer_snapshot = start_snapshot(self.time_service_manager)
+        keyed_state = self.state_backend.snapshot()
+        return OperatorSnapshot(keyed_state, timer_snapshot.finish())
 
     def pending_timers(self) -> int:
         return self.time_service_manager.num_event_time_timers() + self.time_service_manager.num_processing_time_timers()

@@ -77,9 +77,7 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
     def route_mutations(self, router) -> None:
         """Sends add / remove / poll of this queue to ``router`` (which has the three methods and
         calls this class's own to change the queue) until :meth:`unroute_mutations`."""
-        for name in self._ROUTED:
-            setattr(self, name, getattr(router, name))
-        self.__dict__["_router"] = router
+        self.__dict__.update(add=router.add, remove=router.remove, poll=router.poll, _router=router)
 
     def unroute_mutations(self) -> None:
         for name in (*self._ROUTED, "_router"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from impl.job import Job, JobSpec
 from impl.sink import ExternalSystem
+from impl.snapshot_format import decode_snapshot
 
 
 class SimulationError(RuntimeError):
@@ -91,8 +92,8 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
     completed = job.coordinator.completed
     channel_state = sum(len(s.channel_state) for c in completed for s in c.task_snapshots)
     final_timers = sorted(
-        ((t.key, t.timestamp) for s in completed[-1].task_snapshots for per in s.operator.timers.values()
-         for snap in per.values() for t in (*snap.event_time_timers, *snap.processing_time_timers)), key=repr,
+        ((timer.key, timer.timestamp) for s in completed[-1].task_snapshots
+         for _, _, timer, _ in decode_snapshot(s.operator.timers).entries()), key=repr,
     ) if completed else []
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
                             job.events, interrupted_seen, applied, stalled, channel_state, final_timers)

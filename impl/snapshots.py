@@ -116,20 +116,26 @@ class SnapshotVersions:
         self.lock = ReadWriteLock()
         self.layers: list[VersionedTimerQueue] = []
 
-    def begin(self, queues: Iterable[tuple]) -> int:
-        """Synchronous part: a new version, recorded as running; routes ``queues`` (pairs
-        ``(queue, value_of)``) through versioned layers. O(number of queues)."""
+    def begin(self, services: list) -> tuple[int, list]:
+        """Synchronous part: a new version, recorded as running; routes the queues of ``services``
+        (pairs ``(name, InternalTimerService)``) through versioned layers. O(number of services).
+        Returns the version and ``[(name, event-time layer, processing-time layer)]``."""
         with self.lock.write():
             self.state_version += 1
             version = self.state_version
             self.running.append(version)
-            for queue, value_of in queues:
-                layer = queue.mutation_router
-                if not (isinstance(layer, VersionedTimerQueue) and layer.versions is self and layer.active):
-                    layer = VersionedTimerQueue(queue, self, value_of)
-                    queue.route_mutations(layer)
-                    self.layers.append(layer)
-            return version
+            layers = [(name, self._route(service.event_time_timers_queue, None),
+                       self._route(service.processing_time_timers_queue, _action_source(service)))
+                      for name, service in services]
+            return version, layers
+
+    def _route(self, queue, value_of: Callable | None) -> "VersionedTimerQueue":
+        layer = queue.mutation_router
+        if layer is None or layer.versions is not self or not layer.active:
+            layer = VersionedTimerQueue(queue, self, value_of)
+            queue.route_mutations(layer)
+            self.layers.append(layer)
+        return layer
 
     def end(self, version: int) -> None:
         """A snapshot finished or was cancelled: forget what only it needed (any thread)."""
@@ -318,10 +324,8 @@ class TimerSnapshot:
         self._versions = versions
         self._services = services  # [(name, event layer, processing layer)]
         self._restored = restored  # name -> {key group: InternalTimersSnapshot}, immutable from here
-        self._names = [name for name, _, _ in services] + [name for name in restored if name not in
-                                                            {n for n, _, _ in services}]
         self._writer: SnapshotWriter | None = None  # made by the asynchronous part
-        self._next = iter(self.key_group_range)
+        self._next: Iterator[int] | None = None
         self._sections: dict[int, bytes] = {}
         self._timers = 0
         self._mutex = threading.Lock()
@@ -365,13 +369,17 @@ class TimerSnapshot:
 
     def _get_writer(self) -> SnapshotWriter:
         if self._writer is None:
+            names = [name for name, _, _ in self._services]
+            names += [name for name in self._restored if name not in names]
             self._writer = SnapshotWriter(self.format_version, self.max_parallelism, self.key_group_range,
-                                          self.version, self._names)
+                                          self.version, names)
         return self._writer
 
     def run_async_step(self) -> bool:
         """Writes the next key group; False when every key group is written."""
         with self._mutex:
+            if self._next is None:
+                self._next = iter(self.key_group_range)
             for key_group in self._next:
                 if key_group not in self._sections:
                     self._write_locked(key_group)
@@ -434,15 +442,8 @@ def start_snapshot(manager: InternalTimeServiceManager,
     if format_version not in (1, 2):
         raise ValueError(f"unknown snapshot format {format_version} (known: 1, 2)")
     versions = versions_of(manager)
-    services = list(manager.services.items())
-    queues = []
-    for _, service in services:
-        queues.append((service.event_time_timers_queue, None))
-        queues.append((service.processing_time_timers_queue, _action_source(service)))
-    version = versions.begin(queues)
-    layers = [(name, service.event_time_timers_queue.mutation_router,
-               service.processing_time_timers_queue.mutation_router) for name, service in services]
-    restored = {name: dict(groups) for name, groups in manager._restored.items()}
+    version, layers = versions.begin(list(manager.services.items()))
+    restored = {name: dict(groups) for name, groups in manager._restored.items()} if manager._restored else {}
     return TimerSnapshot(manager, versions, version, layers, restored, format_version)
 
 

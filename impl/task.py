@@ -182,8 +182,7 @@ class OperatorTask:
     # -- life cycle -------------------------------------------------------------------------
     def restore(self, snapshots: list[TaskSnapshot], sink_states: list[dict]) -> None:
         """Initializes state from the snapshots of the previous attempts (any parallelism)."""
-        for snap in snapshots:
-            self.operator.initialize_state(snap.operator)
+        self.operator.initialize_state([snap.operator for snap in snapshots])
         self.sink.initialize_state(sink_states)
 
     def open(self) -> None:

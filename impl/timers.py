@@ -351,6 +351,9 @@ def _never_stop() -> bool:
     return False
 
 
+_SNAPSHOTS: dict = {}  # impl.snapshots.start_snapshot, once imported
+
+
 # -- the manager ---------------------------------------------------------------------------
 @dataclass
 class InternalTimeServiceManager:
@@ -406,8 +409,11 @@ class InternalTimeServiceManager:
         """The synchronous part of a point-in-time checkpoint of every timer, O(1) in the number of
         timers (FLINK-9182): returns an :class:`impl.snapshots.TimerSnapshot` whose asynchronous
         part writes the timers as they are now."""
-        from impl.snapshots import start_snapshot  # impl.snapshots builds on this module
-        return start_snapshot(self, format_version)
+        start = _SNAPSHOTS.get("start")
+        if start is None:  # impl.snapshots builds on this module: bound on first use
+            from impl.snapshots import start_snapshot as start
+            _SNAPSHOTS["start"] = start
+        return start(self, format_version)
 
     def restore_state_for_key_group(self, key_group: int, per_service: dict[str, InternalTimersSnapshot]) -> None:
         """Keeps a key group's timers until their service is created (Flink restores lazily)."""

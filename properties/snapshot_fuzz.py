@@ -5,7 +5,9 @@ type, empty ones). A mutation is one of :data:`MUTATIONS`. Two kinds of outcome 
 
   * a raw mutation (the bytes as a damaged disk or a wrong file would give them): the reader
     raises :class:`SnapshotFormatError`, or returns exactly the original contents (the mutation
-    changed nothing that matters, e.g. truncating nothing); anything else is a *wrong restore*;
+    changed nothing that matters, e.g. a byte set to its own value), or the mutation produced
+    another valid file byte for byte (a splice that kept the other file whole); anything else is
+    a *wrong restore*;
   * a *re-sealed* mutation (every CRC recomputed after mutating, so the structural checks behind
     the CRCs are reached): :class:`SnapshotFormatError`, or contents that restore cleanly.
 
@@ -173,6 +175,7 @@ class FuzzReport:
     inputs: int = 0
     format_errors: int = 0     # SnapshotFormatError
     unchanged: int = 0         # accepted, contents identical to the original
+    other_file: int = 0        # a splice that produced another valid file byte for byte
     accepted_resealed: int = 0  # a re-sealed mutation that is a valid snapshot (restored cleanly)
     wrong_restores: list = field(default_factory=list)    # (kind, seed, what)
     other_exceptions: list = field(default_factory=list)  # (kind, seed, repr)
@@ -184,7 +187,8 @@ class FuzzReport:
         return not self.wrong_restores and not self.other_exceptions
 
 
-def check_one(original: bytes, mutated: bytes, kind: str, report: FuzzReport, tag=None) -> None:
+def check_one(original: bytes, mutated: bytes, kind: str, report: FuzzReport, tag=None,
+              other: bytes = b"") -> None:
     """Reads one mutated input and files the outcome in ``report``."""
     report.inputs += 1
     report.by_kind[kind] += 1
@@ -206,6 +210,8 @@ def check_one(original: bytes, mutated: bytes, kind: str, report: FuzzReport, ta
         report.accepted_resealed += 1
     elif contents == decode_snapshot(original):
         report.unchanged += 1
+    elif mutated == other:
+        report.other_file += 1
     else:
         report.wrong_restores.append((kind, tag, f"{len(original)} -> {len(mutated)} bytes"))
 
@@ -224,10 +230,11 @@ def fuzz_reader(count: int, seed: int = 0) -> FuzzReport:
     for i in range(count):
         original = rng.choice(files)
         kind = MUTATIONS[i % len(MUTATIONS)]
-        mutated = mutate(original, kind, rng, rng.choice(files))
+        other = rng.choice(files)
+        mutated = mutate(original, kind, rng, other)
         if kind.startswith("resealed"):
             mutated = reseal(mutated)
-        check_one(original, mutated, kind, report, (seed, i))
+        check_one(original, mutated, kind, report, (seed, i), other)
     return report
 
 

@@ -306,7 +306,10 @@ def cancel_all(spark) -> None:
 def warm_up(spark, cores: int) -> None:
     """Starts the Python workers and imports the properties there (part of startup)."""
     n = max(2, 2 * cores)
-    spark.range(0, n, 1, n).mapInArrow(executor.warm_up, executor.DESCRIBE_DDL).collect()
+    try:
+        spark.range(0, n, 1, n).mapInArrow(executor.warm_up, executor.DESCRIBE_DDL).collect()
+    except Exception:  # noqa: BLE001 - only an optimisation: the first wave imports instead
+        pass
 
 
 def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume: bool,

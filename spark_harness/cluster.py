@@ -129,3 +129,69 @@ class LocalStandalone:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class LocalConnectServer:
+    """A Spark Connect server on 127.0.0.1 (``spark-submit --class ...SparkConnectServer``),
+    running its work on ``master`` (e.g. a :class:`LocalStandalone`); ``url`` is its ``sc://``."""
+
+    CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+    def __init__(self, master: str = "local[2]", work_dir: str | None = None):
+        self.master = master
+        self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="streamproof-connect-"))
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{LOOPBACK}:{self.port}"
+
+    def start(self, timeout: float = 180.0) -> LocalConnectServer:
+        check_java()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+        conf = {
+            "spark.connect.grpc.binding.address": LOOPBACK, "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "false", "spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK,
+            "spark.pyspark.python": python, "spark.sql.shuffle.partitions": "8",
+        }
+        args = [str(spark_home() / "bin" / "spark-submit"), "--class", self.CLASS, "--master", self.master,
+                "--name", "streamproof-connect"]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=LOOPBACK, PYSPARK_PYTHON=python,
+                   SPARK_CONF_DIR=os.environ.get("SPARK_CONF_DIR", str(CONF_DIR)))
+        log = open(self.work_dir / "connect-server.log", "ab")
+        self.process = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Connect server exited with {self.process.returncode}; "
+                                   f"log: {self.work_dir / 'connect-server.log'}")
+            with socket.socket() as s:
+                s.settimeout(1)
+                if s.connect_ex((LOOPBACK, self.port)) == 0:
+                    return self
+            time.sleep(0.5)
+        self.stop()
+        raise TimeoutError(f"the Connect server did not listen within {timeout:.0f} s")
+
+    def stop(self, grace: float = 20.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+    def __enter__(self) -> LocalConnectServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -28,24 +28,48 @@ class SeedTimeout(BaseException):
     failure of the test and shrink it: it unwinds straight out of ``explore``."""
 
 
-@contextlib.contextmanager
-def deadline(seconds: float | None):
-    """Raises :class:`SeedTimeout` in the block after ``seconds`` (SIGALRM timer; only in the main
-    thread, which is where PySpark's Python worker runs the function: elsewhere no limit)."""
-    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class Deadline:
+    """The per-seed time limit: a SIGALRM interval timer that raises :class:`SeedTimeout` in the
+    main thread once the limit has passed, and again every ``repeat`` seconds until the block
+    ends (Hypothesis swallows an exception raised inside a gc callback, and may turn one raised
+    while drawing data into a flakiness error). ``expired`` tells the caller which happened."""
 
-    def expired(signum, frame):
+    def __init__(self, seconds: float | None, repeat: float = 0.25):
+        self.seconds = seconds
+        self.repeat = repeat
+        self.expired = False
+        self.armed = False
+        self._previous = None
+
+    def _fire(self, signum, frame):
+        if not self.armed:
+            return
+        self.expired = True
+        if frame is not None and frame.f_code.co_name == "gc_callback":
+            return  # Python would only print it ("Exception ignored"); the next tick raises
         raise SeedTimeout()
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def __enter__(self) -> Deadline:
+        if self.seconds and self.seconds > 0 and threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGALRM, self._fire)
+            self.armed = True
+            signal.setitimer(signal.ITIMER_REAL, self.seconds, self.repeat)
+        return self
+
+    def disarm(self) -> None:
+        if self.armed:
+            self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous or signal.SIG_DFL)
+
+    def __exit__(self, *exc) -> None:
+        self.disarm()
+
+
+def deadline(seconds: float | None) -> Deadline:
+    """Raises :class:`SeedTimeout` in the block after ``seconds`` (SIGALRM; only in the main
+    thread, which is where PySpark's Python worker runs the function: elsewhere no limit)."""
+    return Deadline(seconds)
 
 
 @contextlib.contextmanager
@@ -110,9 +134,15 @@ def run_seed(config: dict, seed: int) -> dict[str, Any]:
         from properties.scenario import dump_scenario
 
         prop = registry.get(config["property"])
-        with injected(config.get("inject")):
-            with deadline(config.get("timeout")):
-                e = explore(prop, config["examples"], seed=seed, step_count=config["step_count"])
+        limit = deadline(config.get("timeout"))
+        try:
+            with injected(config.get("inject")):
+                with limit:
+                    e = explore(prop, config["examples"], seed=seed, step_count=config["step_count"])
+        finally:
+            limit.disarm()
+        if limit.expired:
+            raise SeedTimeout()
         row.update(verdict=e.verdict, examples=e.examples, steps=e.steps,
                    invariant=e.invariant, message=_one_line(e.message) or None)
         if e.scenario is not None:

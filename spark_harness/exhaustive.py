@@ -36,7 +36,11 @@ class SmallScope:
     bound: dict
     prefix: tuple[dict, ...]
     alphabet: tuple[dict, ...]
-    fingerprint: Callable[[list], list[str]] | None = None  # steps -> state after each alphabet step
+    fingerprint: Callable[[list], list[str]] | None = None  # steps -> the state after each step
+    params: dict | None = None                               # the scenarios' params
+    # the family's own rules: (scenario) -> (the scenario to check, its alphabet steps kept); a
+    # sequence that breaks them from step k on is checked up to step k (its longest valid prefix)
+    prepare: Callable[[Any], tuple[Any, int]] | None = None
 
     @property
     def total(self) -> int:
@@ -55,8 +59,11 @@ class SmallScope:
         return out
 
     def document(self, index: int) -> dict:
-        return {"format": "streamproof.scenario/1", "family": self.family,
-                "steps": [dict(s) for s in (*self.prefix, *self.steps(index))]}
+        doc = {"format": "streamproof.scenario/1", "family": self.family,
+               "steps": [dict(s) for s in (*self.prefix, *self.steps(index))]}
+        if self.params:
+            doc["params"] = dict(self.params)
+        return doc
 
     def scenario(self, index: int):
         from properties.scenario import scenario_from_dict
@@ -65,7 +72,8 @@ class SmallScope:
     def describe(self) -> dict:
         return {"family": self.family, "depth": self.depth, "bound": self.bound,
                 "alphabet": len(self.alphabet), "total": self.total, "nodes": self.nodes,
-                "prefix": list(self.prefix), "fingerprint": self.fingerprint is not None}
+                "prefix": list(self.prefix), "fingerprint": self.fingerprint is not None,
+                "prepared": self.prepare is not None}
 
 
 # ----------------------------------------------------------------------------------- timers
@@ -133,9 +141,63 @@ def _mailbox_scope(bound: dict, depth: int) -> SmallScope:
                       ({"op": "new_mailbox"},), tuple(alphabet), None)
 
 
+# ------------------------------------------------------------------------------------ valve
+
+def _valve_scope(bound: dict, depth: int) -> SmallScope:
+    """One coordinator holder with ``subtasks`` subtasks; at most ``events`` events sent to each
+    (a send carries the coordinator's next number for its subtask); checkpoints ``checkpoints``;
+    region failover of subtask 0 and global failover (to no checkpoint or to a checkpoint of the
+    bound), under ``protocol`` (default ``streamproof``, the corrected protocol, which must hold
+    everything). Sequences a real JobManager could not produce are cut (see ``prepare``)."""
+    subtasks = int(bound.get("subtasks", 2))
+    events = int(bound.get("events", 2))
+    checkpoints = list(bound.get("checkpoints", [1]))
+    protocol = bound.get("protocol", "streamproof")
+    failover = bool(bound.get("failover", True))
+    alphabet: list[dict] = [{"op": "send", "subtask": s, "event": 0} for s in range(subtasks)]
+    for c in checkpoints:
+        alphabet += [{"op": "trigger", "checkpoint": c}, {"op": "complete", "checkpoint": c}]
+        alphabet += [{"op": "ack", "subtask": s, "checkpoint": c} for s in range(subtasks)]
+        alphabet += [{"op": "notify_complete", "checkpoint": c}, {"op": "notify_aborted", "checkpoint": c}]
+    alphabet.append({"op": "abort_triggering"})
+    if failover:
+        alphabet.append({"op": "fail_subtask", "subtask": 0})
+        for c in (-1, *checkpoints):
+            alphabet += [{"op": "restart_subtask", "subtask": 0, "checkpoint": c}, {"op": "reset", "checkpoint": c}]
+    return SmallScope("valve", depth, {"subtasks": subtasks, "events": events, "checkpoints": checkpoints,
+                                       "protocol": protocol, "failover": failover},
+                      ({"op": "new_holder", "parallelism": subtasks},), tuple(alphabet), None,
+                      {"protocol": protocol}, functools.partial(_valve_prepare, events))
+
+
+def _valve_prepare(events: int, scenario):
+    """The valve family's realism rules (``properties.valve_check``): every send carries the
+    coordinator's next number for its subtask (``canonical``); a sequence a real JobManager could
+    not produce (``unrealistic``), or that sends a subtask more than ``events`` events, is cut
+    before that step."""
+    import dataclasses
+    import re
+
+    from properties.valve_check import canonical, unrealistic
+
+    scenario = canonical(scenario)
+    cut = len(scenario.steps)
+    why = unrealistic(scenario)
+    if why is not None:
+        cut = int(re.match(r"step (\d+)", why).group(1))
+    for index, step in enumerate(scenario.steps[:cut]):
+        if step.op == "send" and step.event >= events:
+            cut = index
+            break
+    if cut < len(scenario.steps):
+        scenario = canonical(dataclasses.replace(scenario, steps=scenario.steps[:cut]))
+    return scenario, cut - 1
+
+
 SCOPES: dict[str, Callable[[dict, int], SmallScope]] = {
     "timers": _timers_scope,
     "mailbox": _mailbox_scope,
+    "valve": _valve_scope,
 }
 DEFAULT_DEPTH = 3
 
@@ -174,13 +236,22 @@ def run_index(config: dict, index: int) -> list[dict]:
         prop = registry.get(config["property"])
         doc = scope.document(index)
         scenario = scenario_from_dict(doc)
-        with deadline(config.get("timeout")):
-            verdict = prop.check(scenario)
-            states = scope.fingerprint(list(scenario.steps)) if scope.fingerprint else None
         executed = scope.depth
+        if scope.prepare is not None:
+            scenario, executed = scope.prepare(scenario)
+            doc = scenario.to_dict()
+        limit = deadline(config.get("timeout"))
+        try:
+            with limit:
+                verdict = prop.check(scenario)
+                states = scope.fingerprint(list(scenario.steps)) if scope.fingerprint else None
+        finally:
+            limit.disarm()
+        if limit.expired:
+            raise SeedTimeout()
         if not verdict.holds:
             failing = len(doc["steps"]) if verdict.step is None else verdict.step + 1
-            executed = max(0, min(scope.depth, failing - len(scope.prefix)))
+            executed = max(0, min(executed, failing - len(scope.prefix)))
             doc["steps"] = doc["steps"][:failing]
             doc.update(name=f"{prop.name}-exhaustive-{index}", property=prop.name,
                        description=_one_line(f"Exhaustive small scope {scope.family} depth {scope.depth}, "
@@ -188,7 +259,7 @@ def run_index(config: dict, index: int) -> list[dict]:
             row["scenario"] = dump_scenario(scenario_from_dict(doc))
         row.update(verdict=verdict.verdict, steps=executed,
                    invariant=verdict.invariant, message=_one_line(verdict.message) or None,
-                   states=states[:executed] if states is not None else None)
+                   states=_reached(states, len(scope.prefix), executed))
     except SeedTimeout:
         row.update(verdict="timeout", invariant="timeout",
                    message=f"scenario {index} exceeded the timeout of {config.get('timeout')} s")
@@ -202,6 +273,13 @@ def run_index(config: dict, index: int) -> list[dict]:
         row["signature"], row["signature_text"] = specs.signature(
             row["property"], row["verdict"], row["invariant"], row["message"])
     return [row]
+
+
+def _reached(states: list[str] | None, prefix: int, executed: int) -> list[str] | None:
+    """The state after the prefix and after each executed alphabet step."""
+    if states is None:
+        return None
+    return states[max(0, prefix - 1):prefix + executed]
 
 
 def calibrate(config: dict, probes: int = 20) -> float:

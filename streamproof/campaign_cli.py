@@ -176,6 +176,11 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         interrupted = True
     except camp.CampaignError as e:
         raise InputError(f"campaign {name}: {e}") from None
+    except (InputError, click.exceptions.Exit):
+        raise
+    except Exception as e:  # noqa: BLE001 - Spark failed: one line, the details in the log
+        where = f" (details: {log_path})" if target.needs_jvm else ""
+        raise InputError(f"campaign {name}: Spark failed: {' '.join(str(e).split())[:300]}{where}") from None
     finally:
         sess.stop_session(spark)
     if interrupted:

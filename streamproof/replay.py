@@ -77,10 +77,17 @@ def _mailbox_format() -> TraceFormat:
     return TraceFormat(run_impl, same_trace, difference)
 
 
+def _valve_format() -> TraceFormat:
+    from properties.valve_runner import difference, run_vector_steps, same_trace
+
+    return TraceFormat(run_vector_steps, same_trace, difference)
+
+
 # Families whose observations can be compared with a reference trace (one entry per family).
 TRACE_FORMATS: dict[str, Callable[[], TraceFormat]] = {
     "timers": _timers_format,
     "mailbox": _mailbox_format,
+    "valve": _valve_format,
 }
 
 

@@ -138,9 +138,27 @@ def test_replay_of_a_missing_or_invalid_json_file_is_one_line(tmp_path, content,
 
 
 def test_replay_of_a_family_without_property_is_bad_input(tmp_path):
+    from properties import scenario as sc
+
+    @sc.step
+    class Tick(sc.Step):
+        op = "tick"
+
+    sc.register_family("unchecked", [Tick])
+    try:
+        path = write(tmp_path / "unchecked.json", {"family": "unchecked", "steps": [{"op": "tick"}]})
+        assert_input_error(run("replay", path), "no property checks family 'unchecked' yet")
+    finally:
+        del sc.FAMILIES["unchecked"]
+
+
+def test_replay_of_a_valve_vector_matches_flink(tmp_path):
     case = next(c for c in load_vectors("flink_valve_traces.json")["cases"])
     path = write(tmp_path / "valve.json", case)
-    assert_input_error(run("replay", path), "no property checks family 'valve' yet")
+    result = run("replay", path, "--json")
+    assert result.exit_code == 0, result.output
+    [line] = json_lines(result.stdout)
+    assert line["family"] == "valve" and line["matches_expected"] is True
 
 
 def test_replay_of_an_unknown_property_is_bad_input(tmp_path):

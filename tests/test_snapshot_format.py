@@ -14,7 +14,9 @@ from impl.snapshot_format import (
 )
 from impl.termination import TimerTerminationAction
 from impl.timers import InternalTimer
-from properties.snapshot_fuzz import MUTATIONS, check_one, corpus, fuzz_reader, mutate, random_contents, reseal
+from properties.snapshot_fuzz import (
+    MUTATIONS, FuzzReport, check_one, corpus, fuzz_reader, mutate, random_contents, reseal,
+)
 
 CANCEL, TRIGGER, WAIT = TimerTerminationAction
 
@@ -126,8 +128,9 @@ def test_reader_fuzzing_only_raises_snapshot_format_error():
     """The acceptance figure: 10,000 seeded mutations of valid snapshots (about a second)."""
     report = fuzz_reader(FUZZ_INPUTS, seed=20260)
     print(f"\nfuzzed {report.inputs} inputs: {report.format_errors} SnapshotFormatError, {report.unchanged} "
-          f"unchanged, {report.accepted_resealed} re-sealed and valid, {len(report.wrong_restores)} wrong "
-          f"restores, {len(report.other_exceptions)} other exceptions")
+          f"unchanged, {report.other_file} spliced into another valid file, {report.accepted_resealed} "
+          f"re-sealed and valid, {len(report.wrong_restores)} wrong restores, {len(report.other_exceptions)} "
+          f"other exceptions")
     assert report.inputs == FUZZ_INPUTS and set(report.by_kind) == set(MUTATIONS)
     assert report.other_exceptions == [] and report.wrong_restores == []
     assert report.format_errors > 0.9 * FUZZ_INPUTS
@@ -140,12 +143,12 @@ CORPUS = corpus(1)
 def test_reader_fuzzing_with_hypothesis(index, kind, seed):
     rng = random.Random(seed)
     original = CORPUS[index]
-    mutated = mutate(original, kind, rng, CORPUS[(index + 1) % len(CORPUS)])
+    other = CORPUS[(index + 1) % len(CORPUS)]
+    mutated = mutate(original, kind, rng, other)
     if kind.startswith("resealed"):
         mutated = reseal(mutated)
-    from properties.snapshot_fuzz import FuzzReport
     report = FuzzReport()
-    check_one(original, mutated, kind, report, seed)
+    check_one(original, mutated, kind, report, seed, other)
     assert report.ok, (report.other_exceptions, report.wrong_restores)
 
 

@@ -15,7 +15,8 @@ from typing import Callable
 from properties import registry
 from properties.explore import Exploration, explore
 
-VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox", "properties.bugzoo.job", "properties.bugzoo.snapshots")
+VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox", "properties.bugzoo.job", "properties.bugzoo.snapshots",
+                   "properties.bugzoo.valve")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,48 @@
+"""Registers the properties of the coordinator event valve (family ``valve``).
+
+Each property checks a scenario under its ``params.protocol`` (default ``flink-2.3``, the
+protocol of Flink's vectors). The registered state machines explore the ``streamproof``
+protocol, which must hold everything (the differential machine draws any protocol: model and
+implementation agree on Flink's flaws too); ``properties.valve_machine.machine_for`` explores
+``flink-2.3`` and ``legacy``, whose expected failures are tests (docs/valve.md).
+"""
+
+from __future__ import annotations
+
+from properties.registry import Property, register
+from properties.valve_check import check_valve
+
+SUMMARIES = {
+    "valve.differential": "The holder implementation and the protocol model agree step by step, under any of "
+                          "the three protocols: the same deliveries (in order per subtask), refusals, losses, "
+                          "failovers, resets, errors, holder futures and buffered events.",
+    "valve.consistent-checkpoints": "For every completed checkpoint c and subtask i, the events the coordinator "
+                                    "sent to i before completing c are exactly those applied in i's snapshot for "
+                                    "c, in order; gateways close all or none.",
+    "valve.exactly-once": "Across region and global failovers every event reaches only its target attempt and is "
+                          "applied once; after the drain phase every subtask holds exactly what the coordinator "
+                          "sent it (the ITCase oracle: exactly [0..N-1]).",
+    "valve.liveness": "After the drain phase (no more faults, every RPC succeeds, one more checkpoint) that "
+                      "checkpoint completes, an event sent to each subtask afterwards arrives, and no event is "
+                      "left buffered or in flight.",
+}
+
+
+def _machine(name: str):
+    def machine():
+        from properties.valve_machine import machine_for
+        return machine_for(name, None if name == "valve.differential" else "streamproof")
+    return machine
+
+
+def _reachability() -> tuple:
+    from properties.valve_machine import REACHABILITY
+    return REACHABILITY
+
+
+for _name, _summary in SUMMARIES.items():
+    register(Property(
+        name=_name, family="valve", summary=_summary,
+        check=(lambda name: lambda scenario: check_valve(scenario, name))(_name),
+        machine=_machine(_name), reachability=_reachability(),
+    ))

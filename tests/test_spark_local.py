@@ -1,0 +1,161 @@
+"""Campaigns on an embedded classic Spark session (local[2], loopback only), in this process:
+exactly once, seed for seed equal to a run without Spark, an injected bug found and replayed,
+resume of an interrupted campaign (and of a tampered chunk), per-seed timeout, exhaustive small
+scope, progress, the report from Spark's Parquet."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from properties import registry
+from properties.bugzoo import get_variant
+from properties.scenario import load_scenario, load_scenario_file
+from spark_harness import campaign as camp
+from spark_harness import exhaustive, executor, progress, report, session, ship, testing
+from spark_harness.spec import DETERMINISTIC_COLUMNS, VERDICTS
+
+BUG = "register-at-watermark-fires-at-once"
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    problem = testing.java_problem()
+    if problem:
+        pytest.fail(problem)
+    s = session.start_session("local[2]", app_name="streamproof tests",
+                              log_path=tmp_path_factory.mktemp("logs") / "jvm.log")
+    ship.ship(s)
+    camp.warm_up(s, 2)
+    yield s
+    session.stop_session(s)
+
+
+def run(spark, spec, out, **kw):
+    result = camp.run_campaign(spark, spec, str(out), camp.new_run("local[2]", "classic"), cores=2,
+                               resume=kw.pop("resume", False), **kw)
+    return result
+
+
+def local_rows(spec, prop):
+    rows = executor.run_seeds_locally(spec.executor_config(prop), range(spec.seed_start, spec.seed_end))
+    return {(r["property"], r["seed"]): tuple(r[c] for c in DETERMINISTIC_COLUMNS) for r in rows}
+
+
+def test_every_explorable_property_runs_exactly_once(spark, tmp_path):
+    props, skipped = camp.explorable(None)
+    assert "timers.differential" in props and not set(props) & set(skipped)
+    spec = camp.plan("all", props, 0, 4, 1, 40, 120, None, "test", 2, chunk_seeds=2)
+    result = run(spark, spec, tmp_path)
+    assert result.verified, result.verification
+    assert [p["property"] for p in result.per_property] == props
+    for p in result.per_property:
+        assert p["rows"] == p["distinct_seeds"] == 4 and sum(p[v] for v in VERDICTS) == 4
+    for prop in props:  # partitioned by campaign, property and chunk
+        assert sorted(d.name for d in (tmp_path / "campaign=all" / f"property={prop}").iterdir()) == \
+            ["chunk=0", "chunk=1"]
+    assert result.run.seeds_run == 4 * len(props) and result.run.waves >= 1
+
+
+def test_spark_gives_the_rows_of_a_run_without_spark(spark, tmp_path):
+    spec = camp.plan("same", ["timers.differential"], 0, 16, 3, 40, 120, None, "test", 2)
+    result = run(spark, spec, tmp_path)
+    assert result.holds and result.verified
+    assert testing.deterministic_rows(tmp_path, "same") == local_rows(spec, "timers.differential")
+
+
+def test_an_injected_bug_is_found_deduplicated_and_its_scenario_replays(spark, tmp_path):
+    spec = camp.plan("bug", ["timers.differential"], 1, 6, 10, 40, 120, BUG, "test", 2, chunk_seeds=2)
+    result = run(spark, spec, tmp_path)
+    assert result.verified and not result.holds
+    assert result.failures, "the injected bug was not found"
+    rows = report.read_rows(tmp_path, "bug")
+    failed = rows[rows["verdict"] == "failed"]
+    assert sum(f["seeds"] for f in result.failures) == len(failed)
+    variant = get_variant(BUG)
+    prop = registry.get(variant.caught_by)
+    for f in result.failures:
+        assert f["seed"] == failed[failed["signature"] == f["signature"]]["seed"].min()  # smallest seed
+        scenario = load_scenario(f["scenario"])
+        with variant.patch():
+            assert not prop.check(scenario).holds
+        assert prop.check(scenario).holds
+        assert f["reproduce"] == f"streamproof bugzoo {BUG} --seed {f['seed']} --examples 10"
+    md, reports = report.write_report(tmp_path)
+    files = [f["file"] for r in reports for f in r.failures]
+    assert files and all(load_scenario_file(p).family == "timers" for p in files)
+    assert "Failures (deduplicated by signature)" in md.read_text()
+
+
+def test_resume_runs_only_the_missing_chunks_and_ends_exactly_once(spark, tmp_path):
+    spec = camp.plan("resume", ["timers.differential", "mailbox.differential"], 0, 12, 2, 40, 120, None, "test", 2,
+                     chunk_seeds=2)
+    first = run(spark, spec, tmp_path, wave_seconds=1, max_waves=1, pipeline=1)
+    assert first is None  # interrupted after one wave
+    committed = camp.complete_chunks(spark, str(tmp_path), spec)
+    assert 2 < len(committed) < 12
+    # tamper: a duplicated file in one committed chunk, a missing file in another
+    (p1, c1), (p2, c2) = sorted(committed)[:2]
+    d1 = tmp_path / "campaign=resume" / f"property={p1}" / f"chunk={c1}"
+    part = next(d1.glob("part-*.parquet"))
+    shutil.copy(part, d1 / ("part-duplicate" + part.name[4:]))
+    for f in (tmp_path / "campaign=resume" / f"property={p2}" / f"chunk={c2}").glob("part-*.parquet"):
+        f.unlink()
+    stored = camp.load_spec(spark, str(tmp_path), "resume")
+    assert stored == spec
+    resumed = run(spark, stored, tmp_path, resume=True, stored=stored)
+    assert resumed.verified, resumed.verification
+    assert resumed.run.chunks_resumed == len(committed) - 2
+    assert resumed.run.seeds_run == 24 - 2 * (len(committed) - 2)
+    rows = testing.deterministic_rows(tmp_path, "resume")
+    assert rows == {**local_rows(spec, "timers.differential"), **local_rows(spec, "mailbox.differential")}
+
+
+def test_a_slow_seed_is_a_timeout_verdict_not_a_failed_task(spark, tmp_path):
+    spec = camp.plan("slow", ["mailbox.differential"], 0, 4, 100_000, 40, 0.5, None, "test", 2, chunk_seeds=2)
+    result = run(spark, spec, tmp_path)
+    assert result.verified and result.per_property[0]["timeout"] == 4
+    assert [f["verdict"] for f in result.failures] == ["timeout"] and result.failures[0]["seeds"] == 4
+
+
+def test_exhaustive_small_scope_covers_every_scenario(spark, tmp_path):
+    spec = camp.plan_exhaustive("small", ["timers.differential"], "timers", 2, {}, 60, "test", 2)
+    scope = exhaustive.build("timers", 2)
+    assert spec.seeds == scope.total
+    result = run(spark, spec, tmp_path)
+    assert result.verified and result.holds
+    cov = result.exhaustive["timers.differential"]
+    assert cov["sequences"] == cov["sequences_total"] == scope.total
+    assert cov["nodes"] == cov["nodes_total"] == scope.nodes
+    states = set()  # the state after the prefix and after every step of every scenario
+    for i in range(scope.total):
+        states.update(scope.fingerprint(list(scope.scenario(i).steps))[len(scope.prefix) - 1:])
+    assert cov["distinct_states"] == len(states) > 1
+
+
+def test_progress_reaches_the_bar(spark, tmp_path):
+    stream = io.StringIO()
+    bar = progress.Bar(stream, 12, tty=True, label="prog")
+    spec = camp.plan("prog", ["timers.differential"], 0, 12, 2, 40, 120, None, "test", 2, chunk_seeds=1)
+    run(spark, spec, tmp_path, bar=bar, wave_seconds=1)
+    text = stream.getvalue()
+    assert "prog [" in text and "12/12 seeds" in text
+
+
+def test_local_runs_listen_on_loopback_only(spark):
+    conf = {k: spark.conf.get(k) for k in ("spark.ui.enabled", "spark.driver.bindAddress", "spark.driver.host",
+                                           "spark.ui.showConsoleProgress")}
+    assert conf == {"spark.ui.enabled": "false", "spark.driver.bindAddress": "127.0.0.1",
+                    "spark.driver.host": "127.0.0.1", "spark.ui.showConsoleProgress": "false"}
+    jvm = spark.sparkContext._gateway.proc.pid
+    sockets = testing.listening([jvm, *testing.descendants(jvm)])
+    assert sockets, "the JVM listens somewhere (block manager, RPC)"
+    assert all(s.startswith("127.0.0.1:") for s in sockets), sockets
+
+
+def test_quiet_by_default():
+    assert Path(session.CONF_DIR, "log4j2.properties").read_text().count("level = error") >= 2

@@ -1,0 +1,85 @@
+"""The same ``streamproof campaign`` command against every target this machine can run, on
+loopback only: embedded classic (local[2]), embedded Spark Connect (``--api connect``), a real
+standalone cluster started here (a master and two workers on 127.0.0.1, stopped by PID), and a
+Spark Connect server (``sc://``) running on that cluster. The results match seed for seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_harness import testing
+from spark_harness.cluster import LocalConnectServer, LocalStandalone
+
+pytestmark = pytest.mark.timeout(1200)
+COMMAND = ["campaign", "timers", "mailbox", "--seeds", "0:12", "--examples", "3", "--campaign", "same",
+           "--json", "--no-report"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    problem = testing.java_problem()
+    if problem:
+        pytest.fail(problem)
+    c = LocalStandalone(workers=2, cores=1, memory="1g", work_dir=str(tmp_path_factory.mktemp("standalone")))
+    c.start()
+    pids = c.pids()
+    yield c
+    c.stop()
+    assert not [p for p in pids if testing.cmdline(p)], "a standalone daemon outlived stop()"
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    return {}
+
+
+def campaign(master: str, out, outputs: dict, *extra: str) -> dict:
+    result = testing.streamproof(*COMMAND, "--master", master, "--out", out, *extra, cwd=out)
+    assert result.returncode == 0, f"{master}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert result.stderr.strip().splitlines()[-1].startswith("same: wave"), result.stderr  # quiet: progress only
+    summary = testing.summary(result)
+    assert summary["holds"] and summary["verified"]
+    rows = testing.deterministic_rows(out, "same")
+    assert len(rows) == 24
+    outputs[master + " ".join(extra)] = rows
+    return summary
+
+
+def test_embedded_classic(tmp_path, outputs):
+    problem = testing.java_problem()
+    if problem:
+        pytest.fail(problem)
+    summary = campaign("local[2]", tmp_path, outputs)
+    assert summary["run"]["api"] == "classic" and summary["run"]["cores"] == 2
+
+
+def test_embedded_connect(tmp_path, outputs):
+    summary = campaign("local[2]", tmp_path, outputs, "--api", "connect")
+    assert summary["run"]["api"] == "connect"
+
+
+def test_standalone_cluster_with_two_workers(cluster, tmp_path, outputs):
+    assert cluster.alive_workers() == 2
+    summary = campaign(cluster.master_url, tmp_path, outputs)
+    assert summary["run"]["master"].startswith("spark://127.0.0.1:")
+    listening = testing.listening([p for pid in cluster.pids() for p in (pid, *testing.descendants(pid))])
+    assert listening and all(s.startswith("127.0.0.1:") for s in listening), listening
+
+
+def test_spark_connect_server_on_the_cluster(cluster, tmp_path, outputs):
+    server = LocalConnectServer(cluster.master_url, work_dir=str(tmp_path / "server"))
+    server.start()
+    try:
+        summary = campaign(server.url, tmp_path, outputs)
+        assert summary["run"]["api"] == "connect"
+        listening = testing.listening([server.process.pid, *testing.descendants(server.process.pid)])
+        assert all(s.startswith("127.0.0.1:") for s in listening), listening
+    finally:
+        server.stop()
+
+
+def test_every_target_gave_the_same_rows(outputs):
+    assert len(outputs) == 4, f"targets run: {sorted(outputs)}"
+    reference = outputs["local[2]"]
+    for target, rows in outputs.items():
+        assert rows == reference, f"{target} differs from local[2]"
