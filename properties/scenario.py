@@ -1097,4 +1097,8 @@ register_family("valve", VALVE_STEPS, validate_valve)
 
 
 if __name__ == "__main__":
-    print(json.dumps(json_schema(), indent=2))
+    # Run as a script this file is a second module (__main__): the families of FAMILY_MODULES
+    # register into properties.scenario, so print that module's schema.
+    from properties.scenario import json_schema as registered_schema
+
+    print(json.dumps(registered_schema(), indent=2))
