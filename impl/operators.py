@@ -178,8 +178,10 @@ class TimerService:
     def register_event_time_timer(self, time: int) -> None:
         self._service.register_event_time_timer(VOID_NAMESPACE, time)
 
-    def register_processing_time_timer(self, time: int) -> None:
-        self._service.register_processing_time_timer(VOID_NAMESPACE, time)
+    def register_processing_time_timer(self, time: int, action=None) -> None:
+        """``action``: the timer's :class:`impl.termination.TimerTerminationAction` at end of
+        input (FLIP-269; None: CANCEL)."""
+        self._service.register_processing_time_timer(VOID_NAMESPACE, time, action)
 
     def delete_event_time_timer(self, time: int) -> None:
         self._service.delete_event_time_timer(VOID_NAMESPACE, time)
@@ -278,6 +280,11 @@ class KeyedProcessOperator:
         self.user_timer_service: TimerService | None = None
         self.finished = self.closed = False
         self.timers_fired = 0
+
+    def set_timer_termination_action(self, action) -> None:
+        """FLIP-269 per-operator override of every processing-time timer's termination action
+        (None removes it); it wins over the actions given at registration."""
+        self.time_service_manager.set_timer_termination_action(action)
 
     def use_interruptible_timers(self) -> bool:
         return bool(getattr(self.function, "interruptible_timers", False))

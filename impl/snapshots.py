@@ -451,7 +451,8 @@ def _action_source(service) -> Callable | None:
     """The service's ``termination_action_of``; None while it answers CANCEL for every timer (the
     value of an event-time timer too, so the layer needs no call per timer)."""
     action_of = service.termination_action_of
-    if getattr(action_of, "__func__", None) is InternalTimerService.termination_action_of:
+    if (getattr(action_of, "__func__", None) is InternalTimerService.termination_action_of
+            and not service.uses_termination_actions):  # set once any action is not CANCEL
         return None
     return action_of
 
@@ -514,6 +515,8 @@ def restore_from_snapshots(manager: InternalTimeServiceManager, snapshots: Itera
                     result.actions[(name, timer)] = action
         manager.restore_state_for_key_group(key_group, restored)
         result.key_groups.append(key_group)
+    if result.actions:  # FLIP-269: the services get their timers' actions (created ones now)
+        manager.restore_termination_actions(result.actions)
     return result
 
 

@@ -19,7 +19,7 @@ from impl.keygroups import KeyGroupRange
 from impl.mailbox import MailboxExecutor, MailboxProcessor, MailOptions, TaskMailbox
 from impl.operators import KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, StreamRecord
 from impl.sink import ExternalSystem, TwoPhaseCommitSink
-from impl.timers import MAX_WATERMARK, MIN_WATERMARK
+from impl.timers import MAX_WATERMARK, MIN_WATERMARK, TimerFiringBudgetExceeded
 
 INTERRUPTIBLE_TIMERS_KEY = "execution.checkpointing.unaligned.interruptible-timers.enabled"
 
@@ -178,6 +178,7 @@ class OperatorTask:
         self.next_channel = 0
         self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
+        self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
 
     # -- life cycle -------------------------------------------------------------------------
     def restore(self, snapshots: list[TaskSnapshot], sink_states: list[dict]) -> None:
@@ -283,12 +284,25 @@ class OperatorTask:
 
     # -- end of input ----------------------------------------------------------------------
     def _end_input(self) -> None:
-        """All channels ended: EndOfData downstream, finish(), then wait for the final checkpoint."""
+        """All channels ended (with drain: MAX_WATERMARK fired the event-time timers and the
+        continuation completed): flush the processing-time timers by their termination actions
+        (FLIP-269), then EndOfData downstream, finish(), then wait for the final checkpoint."""
+        if self.config.drain:
+            self._flush_processing_time_timers()
         self.operator.finish()
         self.output_log.append(("end_of_data",))
         self.state = self.FINISHED
         if self.on_finished is not None:
             self.on_finished(self)
+
+    def _flush_processing_time_timers(self) -> None:
+        try:
+            results = self.operator.time_service_manager.flush_processing_time_timers(self.config.firing_budget)
+        except TimerFiringBudgetExceeded as error:
+            raise TimerFiringBudgetExceeded(
+                f"operator {self.name}[{self.subtask_index}]: end-of-input flush of processing-time "
+                f"timers exceeded its budget: {error}") from error
+        self.dropped_after_horizon += sum(result.dropped_after_horizon for _, result in results)
 
     # -- checkpoints ------------------------------------------------------------------------
     def _on_barrier(self, channel: int, checkpoint_id: int, savepoint: bool = False) -> None:

@@ -24,7 +24,7 @@ DEFAULT_FIRING_BUDGET = 1_000_000
 __all__ = [
     "InternalTimer", "Triggerable", "KeyContext", "ProcessingTimeService", "ScheduledTimer",
     "ManualProcessingTimeService", "InternalTimerService", "InternalTimeServiceManager",
-    "InternalTimersSnapshot", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "KeyGroupOutOfRangeError",
+    "InternalTimersSnapshot", "FlushResult", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "KeyGroupOutOfRangeError",
     "MIN_WATERMARK", "MAX_WATERMARK",
 ]
 
@@ -135,6 +135,11 @@ class ManualProcessingTimeService:
     def num_pending_timers(self) -> int:
         return self._pending
 
+    def set_time_without_firing(self, time: int) -> None:
+        """Moves the clock forward to ``time`` without firing physical timers (the end-of-input
+        flush of WAIT timers: the flush itself fires them, in its order)."""
+        self._now = max(self._now, time)
+
     def advance_to(self, time: int) -> None:
         self._now = time
         fired = 0
@@ -205,6 +210,17 @@ class InternalTimerService:
         self.current_watermark = MIN_WATERMARK
         self.next_timer: ScheduledTimer | None = None
         self.started = False
+        # FLIP-269: the registered action of every pending processing-time timer whose action is
+        # not CANCEL (absent = CANCEL), and the per-service override (None = no override).
+        self.termination_actions: dict[InternalTimer, TimerTerminationAction] = {}
+        self.termination_action_override: TimerTerminationAction | None = None
+        # Sticky: set once any timer or the override is not CANCEL; until then snapshots write
+        # CANCEL without asking (impl.snapshots._action_source).
+        self.uses_termination_actions = False
+        # The end-of-input flush (flush_processing_time_timers): RUNNING, FLUSHING, FLUSHED.
+        self.processing_time_state = "RUNNING"
+        self._flush_clock: int | None = None  # what current_processing_time() reads while flushing
+        self.dropped_after_flush = 0
 
     # -- life cycle --------------------------------------------------------------------------
     def start_timer_service(self, triggerable: Triggerable) -> None:
@@ -220,6 +236,8 @@ class InternalTimerService:
 
     # -- registration ------------------------------------------------------------------------
     def current_processing_time(self) -> int:
+        if self._flush_clock is not None:
+            return self._flush_clock
         return self.processing_time_service.get_current_processing_time()
 
     def _current_timer(self, namespace: Hashable, time: int) -> InternalTimer:
@@ -228,15 +246,37 @@ class InternalTimerService:
             raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
         return _new_timer(InternalTimer, (time, key, namespace))
 
-    def register_processing_time_timer(self, namespace: Hashable, time: int) -> None:
+    def register_processing_time_timer(self, namespace: Hashable, time: int,
+                                       action: TimerTerminationAction | None = None) -> None:
+        """Registers a processing-time timer with its termination action (None: CANCEL).
+
+        Registering a pending timer again with another action replaces its action (the last
+        registration wins; docs/decisions.md); a snapshot running meanwhile keeps the old one.
+        After the end-of-input flush the timer is dropped and counted (nothing fires after it).
+        """
+        if self.processing_time_state == "FLUSHED":
+            self._current_timer(namespace, time)  # same key check as before
+            self.dropped_after_flush += 1
+            return
         # Only a strictly earlier head moves the single physical timer. add() is True iff the timer
         # is strictly earlier than the old head, or the queue was empty: then, as Flink compares
         # against Long.MAX_VALUE, a timer at MAX_WATERMARK schedules nothing.
+        timer = self._current_timer(namespace, time)
+        key_group = self.key_context.current_key_group_index
+        queue = self.processing_time_timers_queue
+        action = TimerTerminationAction.CANCEL if action is None else TimerTerminationAction(action)
+        if action != TimerTerminationAction.CANCEL:
+            self._use_termination_actions()
+        if queue.contains(timer, key_group):
+            self._set_termination_action(timer, key_group, action)
+            return
+        # the action is in place before add(): a running snapshot records the timer with it
+        if action != TimerTerminationAction.CANCEL:
+            self.termination_actions[timer] = action
         if (
-            self.processing_time_timers_queue.add(
-                self._current_timer(namespace, time), self.key_context.current_key_group_index
-            )
+            queue.add(timer, key_group)
             and time < MAX_WATERMARK
+            and self.processing_time_state == "RUNNING"  # no physical timer once flushing
         ):
             if self.next_timer is not None:
                 self.next_timer.cancel()
@@ -252,9 +292,122 @@ class InternalTimerService:
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         # Deletes never reschedule the physical timer: a deleted head causes a spurious wake-up.
-        self.processing_time_timers_queue.remove(
-            self._current_timer(namespace, time), self.key_context.get_current_key_group_index()
-        )
+        timer = self._current_timer(namespace, time)
+        self.processing_time_timers_queue.remove(timer, self.key_context.get_current_key_group_index())
+        if self.termination_actions:  # after remove(): a running snapshot reads the action first
+            self.termination_actions.pop(timer, None)
+
+    # -- termination actions (FLIP-269) --------------------------------------------------------
+    def _use_termination_actions(self) -> None:
+        """From now on snapshots ask :meth:`termination_action_of`. Until now every timer was
+        CANCEL, so what a running snapshot layer recorded with its default value stays true."""
+        if not self.uses_termination_actions:
+            self.uses_termination_actions = True
+            layer = self.processing_time_timers_queue.mutation_router
+            if layer is not None and getattr(layer, "active", False):
+                layer.value_of = self.termination_action_of
+
+    def _set_termination_action(self, timer: InternalTimer, key_group: int,
+                                action: TimerTerminationAction) -> None:
+        """Changes the registered action of a pending timer, recorded for running snapshots."""
+        if self.termination_actions.get(timer, TimerTerminationAction.CANCEL) == action:
+            return
+        layer = self.processing_time_timers_queue.mutation_router
+        if layer is not None and getattr(layer, "active", False):
+            with layer.versions.lock.write():
+                before = self.termination_action_of(timer)
+                self._store_action(timer, action)
+                layer.record(key_group, timer, before, self.termination_action_of(timer))
+        else:
+            self._store_action(timer, action)
+
+    def _store_action(self, timer: InternalTimer, action: TimerTerminationAction) -> None:
+        if action == TimerTerminationAction.CANCEL:
+            self.termination_actions.pop(timer, None)
+        else:
+            self.termination_actions[timer] = action
+
+    def set_timer_termination_action(self, action: TimerTerminationAction | None) -> None:
+        """Per-service override: wins over every registered action; None removes it.
+
+        The override is configuration (set it before processing): a snapshot running when it
+        changes may write the new effective action for timers it did not see change.
+        """
+        action = None if action is None else TimerTerminationAction(action)
+        if action is not None and action != TimerTerminationAction.CANCEL:
+            self._use_termination_actions()
+        self.termination_action_override = action
+
+    def flush_processing_time_timers(self, budget: int | None = None) -> "FlushResult":
+        """End of input with drain (FLIP-269, DESIGN.md §3.4): handles every pending processing-time
+        timer, in timestamp order, by its termination action. CANCEL drops it; TRIGGER fires it
+        with ``current_processing_time()`` reading MAX_WATERMARK; WAIT moves the simulated clock to
+        its time (never back) and fires it. Timers registered meanwhile with a timestamp <= the
+        horizon (the largest pending timestamp when the flush began) are handled the same way;
+        later ones are dropped and counted. More than ``budget`` fired timers raise
+        :class:`TimerFiringBudgetExceeded`. Afterwards the service is FLUSHED: nothing fires any
+        more and registering a processing-time timer only counts it as dropped.
+        """
+        if self.processing_time_state != "RUNNING":
+            raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
+        budget = self.firing_budget if budget is None else budget
+        result = FlushResult()
+        queue = self.processing_time_timers_queue
+        if self.next_timer is not None:
+            self.next_timer.cancel()
+            self.next_timer = None
+        self.processing_time_state = "FLUSHING"
+        horizon = max((t[0] for t in queue), default=None)
+        result.horizon = horizon
+        key_context = self.key_context
+        clock = self.processing_time_service.get_current_processing_time()
+        try:
+            while (timer := queue.peek()) is not None:
+                key_context.set_current_key(timer[1])
+                if horizon is None or timer[0] > horizon:
+                    queue.poll(key_context.current_key_group_index)
+                    self.termination_actions.pop(timer, None)
+                    result.dropped_after_horizon += 1
+                    continue
+                action = self.termination_action_of(timer)
+                queue.poll(key_context.current_key_group_index)
+                self.termination_actions.pop(timer, None)
+                if action == TimerTerminationAction.CANCEL:
+                    result.cancelled.append(timer)
+                    continue
+                if len(result.fired) >= budget:
+                    raise TimerFiringBudgetExceeded(
+                        f"timer service '{self.name}' fired more than {budget} timers while flushing "
+                        f"its processing-time timers at end of input: a callback keeps registering timers"
+                    )
+                if action == TimerTerminationAction.WAIT:
+                    clock = max(clock, timer[0])
+                    advance = getattr(self.processing_time_service, "set_time_without_firing", None)
+                    if advance is not None:
+                        advance(clock)
+                    self._flush_clock = clock
+                else:
+                    self._flush_clock = MAX_WATERMARK
+                result.fired.append((timer, action))
+                self.triggerable.on_processing_time(timer)
+                self._flush_clock = None
+        finally:
+            self._flush_clock = None
+            self.processing_time_state = "FLUSHED"
+        return result
+
+    def restore_termination_actions(self, actions: dict) -> None:
+        """Installs restored actions (``timer -> action``) of pending processing-time timers."""
+        for timer, action in actions.items():
+            timer = _new_timer(InternalTimer, tuple(timer))
+            action = TimerTerminationAction(action)
+            if action == TimerTerminationAction.CANCEL:
+                continue
+            key_group = assign_to_key_group(timer[1], self.key_context.max_parallelism)
+            if not self.processing_time_timers_queue.contains(timer, key_group):
+                raise ValueError(f"restored action {action.name} for {timer}, which is not a pending timer")
+            self._use_termination_actions()
+            self._set_termination_action(timer, key_group, action)
 
     def delete_event_time_timer(self, namespace: Hashable, time: int) -> None:
         self.event_time_timers_queue.remove(
@@ -290,9 +443,15 @@ class InternalTimerService:
         # Null out the physical timer in case a callback registers a processing-time timer.
         self.next_timer = None
         _, head = self._fire_due(self.processing_time_timers_queue, time,
-                                 self.triggerable.on_processing_time, "on_processing_time")
+                                 self._fire_processing_timer, "on_processing_time")
         if head is not None and self.next_timer is None:
             self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
+
+    def _fire_processing_timer(self, timer: InternalTimer) -> None:
+        # the fired timer's action goes (after poll, which a running snapshot records with it)
+        if self.termination_actions:
+            self.termination_actions.pop(timer, None)
+        self.triggerable.on_processing_time(timer)
 
     def advance_watermark(self, time: int) -> None:
         """Sets the watermark, then fires every event-time timer <= ``time``."""
@@ -309,12 +468,14 @@ class InternalTimerService:
         return completed
 
     def termination_action_of(self, timer: InternalTimer) -> TimerTerminationAction:
-        """What happens to a pending processing-time timer at end of input (FLIP-269).
-
-        CANCEL (what Flink does today) until actions can be registered; copy-on-write snapshots
-        write it per processing-time timer (format 2) and read it while the timer is pending.
+        """What happens to a pending processing-time timer at end of input (FLIP-269): the
+        override if set, else the action it was registered with (CANCEL by default). Copy-on-write
+        snapshots write it per processing-time timer (format 2) and read it while it is pending.
         """
-        return TimerTerminationAction.CANCEL
+        override = self.termination_action_override
+        if override is not None:
+            return override
+        return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)
 
     # -- inspection --------------------------------------------------------------------------
     def num_event_time_timers(self) -> int:
@@ -347,6 +508,18 @@ class InternalTimerService:
                 queue.add(_new_timer(InternalTimer, tuple(timer)), key_group)
 
 
+@dataclass
+class FlushResult:
+    """What :meth:`InternalTimerService.flush_processing_time_timers` did: the horizon (None: no
+    timer was pending), the fired ``(timer, action)`` in order, the cancelled timers and the number
+    of timers registered during the flush after the horizon (dropped)."""
+
+    horizon: int | None = None
+    fired: list = field(default_factory=list)
+    cancelled: list = field(default_factory=list)
+    dropped_after_horizon: int = 0
+
+
 def _never_stop() -> bool:
     return False
 
@@ -369,6 +542,10 @@ class InternalTimeServiceManager:
     firing_budget: int = DEFAULT_FIRING_BUDGET
     services: dict[str, InternalTimerService] = field(default_factory=dict)
     _restored: dict[str, dict[int, InternalTimersSnapshot]] = field(default_factory=dict)
+    # FLIP-269: restored termination actions of services not created yet (name -> timer -> action)
+    _restored_actions: dict[str, dict] = field(default_factory=dict)
+    # FLIP-269 per-operator override, given to every service (created later ones too)
+    termination_action_override: TimerTerminationAction | None = None
     # The copy-on-write snapshot versions (impl.snapshots.SnapshotVersions), made on first use.
     snapshot_versions: object = field(default=None, repr=False, compare=False)
 
@@ -382,6 +559,11 @@ class InternalTimeServiceManager:
             )
             for key_group, snapshot in sorted(self._restored.pop(name, {}).items()):
                 service.restore_timers_for_key_group(snapshot, key_group)
+            actions = self._restored_actions.pop(name, None)
+            if actions:
+                service.restore_termination_actions(actions)
+            if self.termination_action_override is not None:
+                service.set_timer_termination_action(self.termination_action_override)
             self.services[name] = service
         service.start_timer_service(triggerable)
         return service
@@ -430,6 +612,95 @@ class InternalTimeServiceManager:
         for key_group in self.key_group_range:
             if key_group in snapshot:
                 self.restore_state_for_key_group(key_group, snapshot[key_group])
+
+    def flush_processing_time_timers(self, budget: int | None = None) -> "FlushResult":
+        """End of input with drain (FLIP-269, DESIGN.md §3.4): handles every pending processing-time
+        timer, in timestamp order, by its termination action. CANCEL drops it; TRIGGER fires it
+        with ``current_processing_time()`` reading MAX_WATERMARK; WAIT moves the simulated clock to
+        its time (never back) and fires it. Timers registered meanwhile with a timestamp <= the
+        horizon (the largest pending timestamp when the flush began) are handled the same way;
+        later ones are dropped and counted. More than ``budget`` fired timers raise
+        :class:`TimerFiringBudgetExceeded`. Afterwards the service is FLUSHED: nothing fires any
+        more and registering a processing-time timer only counts it as dropped.
+        """
+        if self.processing_time_state != "RUNNING":
+            raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
+        budget = self.firing_budget if budget is None else budget
+        result = FlushResult()
+        queue = self.processing_time_timers_queue
+        if self.next_timer is not None:
+            self.next_timer.cancel()
+            self.next_timer = None
+        self.processing_time_state = "FLUSHING"
+        horizon = max((t[0] for t in queue), default=None)
+        result.horizon = horizon
+        key_context = self.key_context
+        clock = self.processing_time_service.get_current_processing_time()
+        try:
+            while (timer := queue.peek()) is not None:
+                key_context.set_current_key(timer[1])
+                if horizon is None or timer[0] > horizon:
+                    queue.poll(key_context.current_key_group_index)
+                    self.termination_actions.pop(timer, None)
+                    result.dropped_after_horizon += 1
+                    continue
+                action = self.termination_action_of(timer)
+                queue.poll(key_context.current_key_group_index)
+                self.termination_actions.pop(timer, None)
+                if action == TimerTerminationAction.CANCEL:
+                    result.cancelled.append(timer)
+                    continue
+                if len(result.fired) >= budget:
+                    raise TimerFiringBudgetExceeded(
+                        f"timer service '{self.name}' fired more than {budget} timers while flushing "
+                        f"its processing-time timers at end of input: a callback keeps registering timers"
+                    )
+                if action == TimerTerminationAction.WAIT:
+                    clock = max(clock, timer[0])
+                    advance = getattr(self.processing_time_service, "set_time_without_firing", None)
+                    if advance is not None:
+                        advance(clock)
+                    self._flush_clock = clock
+                else:
+                    self._flush_clock = MAX_WATERMARK
+                result.fired.append((timer, action))
+                self.triggerable.on_processing_time(timer)
+                self._flush_clock = None
+        finally:
+            self._flush_clock = None
+            self.processing_time_state = "FLUSHED"
+        return result
+
+    def set_timer_termination_action(self, action: TimerTerminationAction | None) -> None:
+        """The override of every service's processing-time timers (None removes it)."""
+        self.termination_action_override = None if action is None else TimerTerminationAction(action)
+        for service in self.services.values():
+            service.set_timer_termination_action(action)
+
+    def flush_processing_time_timers(self, budget: int | None = None) -> list[tuple[str, "FlushResult"]]:
+        """The end-of-input flush of every service, in creation order (a service created by a
+        callback during the flush is flushed too). Returns ``[(name, FlushResult)]``."""
+        results: list[tuple[str, FlushResult]] = []
+        done: set[str] = set()
+        while True:
+            todo = [(n, s) for n, s in self.services.items() if n not in done]
+            if not todo:
+                return results
+            for name, service in todo:
+                done.add(name)
+                results.append((name, service.flush_processing_time_timers(budget)))
+
+    def restore_termination_actions(self, actions: dict) -> None:
+        """Installs restored termination actions (``(service name, timer) -> action``, as in
+        ``RestoreResult.actions``); a service not created yet gets them when it is created."""
+        per_service: dict[str, dict] = {}
+        for (name, timer), action in actions.items():
+            per_service.setdefault(name, {})[timer] = action
+        for name, timers in per_service.items():
+            if name in self.services:
+                self.services[name].restore_termination_actions(timers)
+            else:
+                self._restored_actions.setdefault(name, {}).update(timers)
 
     def restored_service_names(self) -> list[str]:
         return list(self._restored)

@@ -54,7 +54,7 @@ def key_context_after_poll():
          "(Flink moves it only for a strictly earlier head).")
 @contextmanager
 def equal_reregisters():
-    def register_processing_time_timer(self, namespace, time):
+    def register_processing_time_timer(self, namespace, time, action=None):  # action: ignored here
         queue = self.processing_time_timers_queue
         old_head = queue.peek()
         timer = self._current_timer(namespace, time)

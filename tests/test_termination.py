@@ -1,0 +1,438 @@
+"""FLIP-269 termination actions on the timer service (impl/timers.py): per-timer actions, the
+per-service override, actions in snapshots (format 2) and on restore (format 1 gives CANCEL)."""
+
+import random
+
+import pytest
+
+from impl.keygroups import KeyGroupRange
+from impl.snapshot_format import decode_snapshot
+from impl.snapshots import restore_from_snapshots
+from impl.termination import TimerTerminationAction as A
+from impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+
+MP = 16
+
+
+class Fired:
+    def __init__(self):
+        self.timers = []
+
+    def on_event_time(self, timer):
+        self.timers.append(("event", timer))
+
+    def on_processing_time(self, timer):
+        self.timers.append(("processing", timer))
+
+
+def setup(name="timers"):
+    context = KeyContext(MP)
+    m = InternalTimeServiceManager(context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0))
+    target = Fired()
+    return m, context, m.get_internal_timer_service(name, target), target
+
+
+def register(context, s, key, ts, action=None, namespace="w"):
+    context.set_current_key(key)
+    s.register_processing_time_timer(namespace, ts, action)
+
+
+def actions_in(data):
+    return {timer: action for _, domain, timer, action in decode_snapshot(data).entries() if domain == "processing"}
+
+
+def test_default_is_cancel_and_registered_actions_are_kept_per_timer():
+    m, context, s, _ = setup()
+    register(context, s, "a", 5)
+    register(context, s, "b", 6, A.TRIGGER)
+    register(context, s, "c", 7, A.WAIT)
+    assert s.termination_action_of(InternalTimer(5, "a", "w")) == A.CANCEL
+    assert s.termination_action_of(InternalTimer(6, "b", "w")) == A.TRIGGER
+    assert s.termination_action_of(InternalTimer(7, "c", "w")) == A.WAIT
+    assert actions_in(m.start_snapshot().finish()) == {
+        InternalTimer(5, "a", "w"): A.CANCEL, InternalTimer(6, "b", "w"): A.TRIGGER, InternalTimer(7, "c", "w"): A.WAIT}
+
+
+def test_re_registration_replaces_the_action_and_a_running_snapshot_keeps_the_old_one():
+    m, context, s, _ = setup()
+    register(context, s, "a", 5, A.TRIGGER)
+    before = m.start_snapshot()
+    register(context, s, "a", 5, A.WAIT)
+    after = m.start_snapshot()
+    register(context, s, "a", 5)  # back to CANCEL
+    assert s.num_processing_time_timers() == 1
+    assert s.termination_action_of(InternalTimer(5, "a", "w")) == A.CANCEL
+    assert actions_in(before.finish()) == {InternalTimer(5, "a", "w"): A.TRIGGER}
+    assert actions_in(after.finish()) == {InternalTimer(5, "a", "w"): A.WAIT}
+    assert s.termination_actions == {}
+
+
+def test_first_action_registered_while_a_snapshot_runs_is_not_lost_by_later_snapshots():
+    m, context, s, _ = setup()
+    register(context, s, "a", 5)
+    first = m.start_snapshot()  # begins while every action is CANCEL
+    register(context, s, "b", 6, A.TRIGGER)
+    second = m.start_snapshot()
+    assert actions_in(first.finish()) == {InternalTimer(5, "a", "w"): A.CANCEL}
+    assert actions_in(second.finish()) == {InternalTimer(5, "a", "w"): A.CANCEL, InternalTimer(6, "b", "w"): A.TRIGGER}
+
+
+def test_actions_go_when_timers_fire_or_are_deleted():
+    m, context, s, target = setup()
+    register(context, s, "a", 5, A.TRIGGER)
+    register(context, s, "b", 9, A.WAIT)
+    context.set_current_key("a")
+    s.register_event_time_timer("w", 9)  # same (ts, key, namespace) in the other domain
+    context.set_current_key("b")
+    s.delete_processing_time_timer("w", 9)
+    m.processing_time_service.advance_to(5)
+    m.advance_watermark(100)
+    assert s.termination_actions == {}
+    assert len(target.timers) == 2
+
+
+def test_override_wins_over_registrations_and_none_removes_it():
+    m, context, s, _ = setup()
+    register(context, s, "a", 5, A.TRIGGER)
+    register(context, s, "b", 6)
+    s.set_timer_termination_action(A.WAIT)
+    assert {s.termination_action_of(t) for t in s.processing_time_timers_queue} == {A.WAIT}
+    assert set(actions_in(m.start_snapshot().finish()).values()) == {A.WAIT}
+    s.set_timer_termination_action(None)
+    assert s.termination_action_of(InternalTimer(5, "a", "w")) == A.TRIGGER
+    assert s.termination_action_of(InternalTimer(6, "b", "w")) == A.CANCEL
+
+
+@pytest.mark.parametrize("created_before", [True, False])
+def test_restore_installs_actions_and_format_1_gives_cancel(created_before):
+    rng = random.Random(7)
+    m, context, s, _ = setup()
+    expected = {}
+    for i in range(40):
+        action = rng.choice([None, A.CANCEL, A.TRIGGER, A.WAIT])
+        register(context, s, f"k{i % 7}", i, action)
+        expected[InternalTimer(i, f"k{i % 7}", "w")] = A.CANCEL if action is None else action
+    for version, want in ((2, expected), (1, {t: A.CANCEL for t in expected})):
+        data = m.start_snapshot(format_version=version).finish()
+        context2 = KeyContext(MP)
+        m2 = InternalTimeServiceManager(context2, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0))
+        target2 = Fired()
+        if created_before:
+            m2.get_internal_timer_service("timers", target2)
+        result = restore_from_snapshots(m2, [data])
+        s2 = m2.get_internal_timer_service("timers", target2)
+        assert {t: s2.termination_action_of(t) for t in s2.processing_time_timers_queue} == want
+        assert result.actions == {("timers", t): a for t, a in want.items() if a != A.CANCEL}
+        assert actions_in(m2.start_snapshot().finish()) == want
+
+
+def test_firing_is_unchanged_by_actions():
+    fired = []
+    for with_actions in (False, True):
+        m, context, s, target = setup()
+        rng = random.Random(3)
+        for i in range(50):
+            key, ts, action = f"k{rng.randrange(5)}", rng.randrange(30), rng.choice(list(A))
+            register(context, s, key, ts, action if with_actions else None)
+        for t in range(0, 35, 3):
+            m.processing_time_service.advance_to(t)
+        fired.append(target.timers)
+    assert fired[0] == fired[1]
+
+
+# -- the end-of-input flush (InternalTimerService.flush_processing_time_timers) ----------------
+MAX = 2**63 - 1
+
+
+class Recording:
+    """Fires record (timer, what current_processing_time() reads); ``then`` maps a timer to
+    registrations ``(key, ts, action)`` its callback makes."""
+
+    def __init__(self, then=None):
+        self.service = None
+        self.fired = []
+        self.then = then or {}
+
+    def on_event_time(self, timer):
+        pass
+
+    def on_processing_time(self, timer):
+        self.fired.append((timer, self.service.current_processing_time()))
+        for key, ts, action in self.then.get(timer, ()):
+            self.service.key_context.set_current_key(key)
+            self.service.register_processing_time_timer("w", ts, action)
+
+
+def flush_setup(then=None, start=0):
+    context = KeyContext(MP)
+    m = InternalTimeServiceManager(context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=start))
+    target = Recording(then)
+    s = m.get_internal_timer_service("timers", target)
+    target.service = s
+    return m, context, s, target
+
+
+def test_flush_cancel_drops_trigger_reads_max_wait_moves_the_clock_in_timestamp_order():
+    m, context, s, target = flush_setup()
+    register(context, s, "a", 30, A.WAIT)
+    register(context, s, "b", 10, A.TRIGGER)
+    register(context, s, "c", 20)  # CANCEL, between them
+    register(context, s, "d", 40, A.TRIGGER)
+    result = s.flush_processing_time_timers()
+    assert target.fired == [(InternalTimer(10, "b", "w"), MAX), (InternalTimer(30, "a", "w"), 30),
+                            (InternalTimer(40, "d", "w"), MAX)]
+    assert result.cancelled == [InternalTimer(20, "c", "w")] and result.horizon == 40
+    assert m.processing_time_service.get_current_processing_time() == 30
+    assert s.current_processing_time() == 30 and s.num_processing_time_timers() == 0
+    assert s.processing_time_state == "FLUSHED" and m.processing_time_service.num_pending_timers() == 0
+
+
+def test_flush_handles_registrations_up_to_the_horizon_and_drops_later_ones():
+    then = {InternalTimer(10, "a", "w"): [("x", 15, A.TRIGGER), ("y", 5, A.WAIT), ("z", 51, A.TRIGGER)],
+            InternalTimer(15, "x", "w"): [("q", 50, None)]}
+    m, context, s, target = flush_setup(then)
+    register(context, s, "a", 10, A.TRIGGER)
+    register(context, s, "b", 50, A.WAIT)
+    result = s.flush_processing_time_timers()
+    assert [t for t, _ in target.fired] == [InternalTimer(10, "a", "w"), InternalTimer(5, "y", "w"),
+                                            InternalTimer(15, "x", "w"), InternalTimer(50, "b", "w")]
+    assert result.cancelled == [InternalTimer(50, "q", "w")]
+    assert result.dropped_after_horizon == 1
+
+
+def test_flush_budget_names_the_service_and_nothing_fires_after_the_flush():
+    class Runaway(Recording):
+        def on_processing_time(self, timer):
+            super().on_processing_time(timer)
+            self.service.key_context.set_current_key(timer.key)
+            self.service.register_processing_time_timer("w" + "+", timer.timestamp, A.TRIGGER)
+
+    context = KeyContext(MP)
+    m = InternalTimeServiceManager(context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0))
+    target = Runaway()
+    s = m.get_internal_timer_service("runaway", target)
+    target.service = s
+    register(context, s, "a", 10, A.TRIGGER)
+    with pytest.raises(Exception, match="'runaway'.*flushing"):
+        s.flush_processing_time_timers(budget=50)
+    m2, context2, s2, target2 = flush_setup()
+    s2.flush_processing_time_timers()
+    register(context2, s2, "a", 10, A.TRIGGER)
+    m2.processing_time_service.advance_to(MAX)
+    assert target2.fired == [] and s2.dropped_after_flush == 1
+
+
+def reference_flush(pending, then):
+    """The specification, stated directly: (ts, key) -> action for the pending timers, in
+    registration order (equal timestamps are handled in registration order)."""
+    import heapq
+    from itertools import count
+    seq = count()
+    horizon = max((ts for ts, _ in pending), default=None)
+    heap = [(ts, next(seq), key) for ts, key in pending]
+    heapq.heapify(heap)
+    actions = dict(pending)
+    fired, dropped = [], 0
+    while heap:
+        ts, _, key = heapq.heappop(heap)
+        action = actions.pop((ts, key))
+        if ts > horizon:
+            dropped += 1
+            continue
+        if action == A.CANCEL:
+            continue
+        fired.append((ts, key))
+        for k, t, a in then.get((ts, key), ()):
+            if (t, k) not in actions:
+                heapq.heappush(heap, (t, next(seq), k))
+            actions[(t, k)] = A.CANCEL if a is None else a
+    return fired, dropped
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_flush_matches_the_reference_on_random_cases(seed):
+    rng = random.Random(seed)
+    keys = [f"k{i}" for i in range(4)]
+    pending = {}
+    for _ in range(rng.randrange(0, 12)):
+        pending[(rng.randrange(0, 40), rng.choice(keys))] = rng.choice([None, A.CANCEL, A.TRIGGER, A.WAIT])
+    then = {}
+    for _ in range(rng.randrange(0, 6)):
+        then[(rng.randrange(0, 40), rng.choice(keys))] = [
+            (rng.choice(keys), rng.randrange(0, 50), rng.choice([None, A.TRIGGER, A.WAIT])) for _ in range(2)]
+    m, context, s, target = flush_setup({InternalTimer(ts, k, "w"): v for (ts, k), v in then.items()})
+    for (ts, key), action in pending.items():
+        register(context, s, key, ts, action)
+    override = rng.choice([None, None, A.CANCEL, A.TRIGGER, A.WAIT])
+    s.set_timer_termination_action(override)
+    spec_pending = {(ts, k): (override if override is not None else (a or A.CANCEL)) for (ts, k), a in pending.items()}
+    spec_then = {t: [(k, ts, override if override is not None else a) for k, ts, a in regs] for t, regs in then.items()}
+    try:
+        result = s.flush_processing_time_timers(budget=200)
+    except Exception as error:  # a cycle of callbacks: the reference must loop too
+        assert "flushing" in str(error)
+        return
+    fired, dropped = reference_flush(spec_pending, spec_then)
+    assert [(t.timestamp, t.key) for t, _ in target.fired] == fired
+    assert result.dropped_after_horizon == dropped
+    # every TRIGGER/WAIT timer pending at the start fired exactly once; no CANCEL one fired
+    for (ts, key), action in spec_pending.items():
+        assert fired.count((ts, key)) >= (1 if action != A.CANCEL else 0)
+
+
+# -- the task: flush at end of input with drain, before finish() ---------------------------------
+from impl.operators import KeyedProcessFunction, StreamRecord  # noqa: E402
+from impl.sink import ExternalSystem  # noqa: E402
+from impl.task import EndOfData, OperatorTask, TaskConfig, Watermark  # noqa: E402
+from impl.timers import TimerFiringBudgetExceeded  # noqa: E402
+
+
+class ProcessingTimers(KeyedProcessFunction):
+    """Each record ``(ts, action)`` registers a processing-time timer and an event-time timer."""
+
+    def __init__(self, late=None, runaway=False):
+        self.late = late  # a timestamp a firing registers (once), with TRIGGER
+        self.runaway = runaway
+
+    def process_element(self, value, ctx, out):
+        ts, action = value
+        ctx.timer_service().register_processing_time_timer(ts, action)
+        ctx.timer_service().register_event_time_timer(ts)
+
+    def on_timer(self, timestamp, ctx, out):
+        now = ctx.timer_service().current_processing_time()
+        out.collect((ctx.time_domain, timestamp, now))
+        if ctx.time_domain == "processing" and (self.runaway or self.late is not None):
+            ctx.timer_service().register_processing_time_timer(
+                timestamp if self.runaway else self.late, A.TRIGGER)
+            self.late = None
+
+    def finish(self, out):
+        out.collect("finish")
+
+
+def make_task(function, drain=True, start=0):
+    return OperatorTask("op", 0, 1, 0, 128, KeyGroupRange(0, 127), function, 1,
+                        ManualProcessingTimeService(start=start), ExternalSystem(),
+                        TaskConfig(drain=drain, firing_budget=100), lambda c, s: None)
+
+
+def run(task, elements):
+    task.open()
+    for element in elements:
+        task.receive(0, element)
+    for _ in range(10_000):
+        if not task.is_runnable():
+            return [e[1] if e[0] == "record" else e[0] for e in task.output_log]
+        task.run_step()
+    raise AssertionError("not idle")
+
+
+def records(*pairs):
+    return [StreamRecord(f"k{pair[0]}", pair, 0) for pair in pairs]
+
+
+def test_task_flushes_after_max_watermark_and_before_finish():
+    task = make_task(ProcessingTimers(late=10**6))
+    out = run(task, records((30, A.WAIT), (10, A.TRIGGER), (20, None)) + [Watermark(MAX), EndOfData()])
+    assert out == [("event", 10, 0), ("event", 20, 0), ("event", 30, 0), "watermark",
+                   ("processing", 10, MAX), ("processing", 30, 30), "finish", "end_of_data"]
+    assert task.dropped_after_horizon == 1
+    task.operator.time_service_manager.processing_time_service.advance_to(MAX)  # nothing fires after finish()
+    assert task.output_log[-1] == ("end_of_data",)
+
+
+def test_task_flush_budget_names_the_operator():
+    task = make_task(ProcessingTimers(runaway=True))
+    with pytest.raises(TimerFiringBudgetExceeded, match=r"operator op\[0\].*flush"):
+        run(task, records((10, A.TRIGGER)) + [Watermark(MAX), EndOfData()])
+
+
+def test_operator_override_and_cancel_default_fire_nothing():
+    task = make_task(ProcessingTimers())
+    task.operator.set_timer_termination_action(A.CANCEL)
+    out = run(task, records((30, A.WAIT), (10, A.TRIGGER)) + [Watermark(MAX), EndOfData()])
+    assert [o for o in out if isinstance(o, tuple) and o[0] == "processing"] == []
+    task = make_task(ProcessingTimers())
+    task.operator.set_timer_termination_action(A.TRIGGER)
+    out = run(task, records((30, None), (10, None)) + [Watermark(MAX), EndOfData()])
+    assert [o for o in out if isinstance(o, tuple) and o[0] == "processing"] == [
+        ("processing", 10, MAX), ("processing", 30, MAX)]
+
+
+def test_stop_without_drain_fires_nothing_and_keeps_actions_in_the_snapshot():
+    task = make_task(ProcessingTimers(), drain=False)
+    out = run(task, records((30, A.WAIT), (10, A.TRIGGER), (20, None)))
+    assert out == []
+    data = task.operator.time_service_manager.start_snapshot().finish()
+    assert {t.timestamp: a for t, a in actions_in(data).items()} == {10: A.TRIGGER, 20: A.CANCEL, 30: A.WAIT}
+
+
+# -- impl against the specification (model/termination.py) --------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from model import termination as spec  # noqa: E402
+
+ACTIONS = st.sampled_from([None, A.CANCEL, A.TRIGGER, A.WAIT])
+KEYS = st.sampled_from(["a", "b", "c"])
+
+
+class Checked(Recording):
+    """Drives the spec alongside the impl: every firing is handled by the spec first."""
+
+    def __init__(self, model, then):
+        super().__init__(then)
+        self.model = model
+
+    def on_processing_time(self, timer):
+        # the impl handled the timers before this one: the spec drops the same CANCEL / late ones
+        while True:
+            candidates = self.model.candidates()
+            assert candidates, f"the impl fired {timer}, the spec has nothing pending"
+            if timer in candidates:
+                break
+            first = candidates[0]
+            assert self.model.handle(first) is None, f"the spec fires {first}, the impl fired {timer}"
+        action, now = self.model.handle(tuple(timer))
+        assert self.service.current_processing_time() == now
+        super().on_processing_time(timer)
+        for key, ts, a in self.then.get(timer, ()):
+            self.model.register((ts, key, "w"), None if a is None else int(a))
+
+
+@settings(max_examples=150, deadline=None)
+@given(pending=st.lists(st.tuples(st.integers(0, 30), KEYS, ACTIONS), max_size=10),
+       then=st.dictionaries(st.tuples(st.integers(0, 30), KEYS),
+                            st.lists(st.tuples(KEYS, st.integers(0, 45), ACTIONS), max_size=3), max_size=5),
+       override=st.sampled_from([None, None, A.CANCEL, A.TRIGGER, A.WAIT]))
+def test_flush_refines_the_specification(pending, then, override):
+    model = spec.FlushSpec(budget=100)
+    context = KeyContext(MP)
+    m = InternalTimeServiceManager(context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0))
+    target = Checked(model, {InternalTimer(ts, k, "w"): regs for (ts, k), regs in then.items()})
+    s = m.get_internal_timer_service("timers", target)
+    target.service = s
+    for ts, key, action in pending:
+        register(context, s, key, ts, action)
+        model.register((ts, key, "w"), None if action is None else int(action))
+    s.set_timer_termination_action(override)
+    model.override = None if override is None else int(override)
+    before = {t: model.effective(t) for t in model.actions}
+    model.start_flush()
+    try:
+        result = s.flush_processing_time_timers(budget=100)
+    except TimerFiringBudgetExceeded:
+        with pytest.raises(spec.Rejected, match="budget"):
+            while model.candidates():
+                model.handle(model.candidates()[0])
+        return
+    while model.candidates():  # what the impl handled after the last firing
+        assert model.handle(model.candidates()[0]) is None
+    model.end_flush()
+    model.check()
+    assert result.dropped_after_horizon == model.dropped_after_horizon
+    assert result.horizon == model.horizon
+    fired = [t for t, _, _ in model.fired]
+    for timer, action in before.items():  # TRIGGER / WAIT pending at the start fire; CANCEL never
+        assert (timer in fired) == (action != spec.CANCEL) or timer in {(ts, k, "w") for regs in then.values()
+                                                                          for k, ts, _ in regs}
