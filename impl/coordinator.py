@@ -24,7 +24,8 @@ subtasks' snapshots for c. Three protocols are implemented behind one switch (:d
     gateways); a failover aborts the in-flight checkpoint on every gateway and fails the events
     buffered on a replaced gateway (instead of leaving them in the unconfirmed set forever); a
     global reset fails buffered events instead of releasing them to the old attempts; gateways
-    close all or none, checked before any closes.
+    close all or none, checked before any closes; a checkpoint waits for every unacknowledged
+    event sent before its close, not only those no earlier checkpoint waited for.
 
 Everything runs on the JobManager's main thread (:class:`MainThreadExecutor`, one FIFO queue);
 RPCs to a task are FIFO and may fail with or without the task failing (:class:`SubtaskAccess`). A
@@ -251,6 +252,9 @@ class IncompleteFuturesTracker:
             return
         self.incomplete_futures[id(future)] = future
         future._on_done(lambda _v, _e: self.incomplete_futures.pop(id(future), None))
+
+    def get_current_incomplete(self) -> list[CompletableFuture]:
+        return list(self.incomplete_futures.values())
 
     def get_current_incomplete_and_reset(self) -> list[CompletableFuture]:
         futures = list(self.incomplete_futures.values())
@@ -567,7 +571,7 @@ class OperatorCoordinatorHolder:
     def complete_checkpoint_once_events_are_done(self, checkpoint_id: int, checkpoint_future: CompletableFuture,
                                                  checkpoint_result: Any) -> None:
         # FLINK-21996: every event sent before the close must have reached its task
-        pending_events = self.unconfirmed_events.get_current_incomplete_and_reset()
+        pending_events = self.events_to_wait_for()
         if not pending_events:
             checkpoint_future.complete(checkpoint_result)
             return
@@ -581,6 +585,11 @@ class OperatorCoordinatorHolder:
                     "checkpoint barrier were not received by the target tasks."))
 
         wait_for_all(pending_events)._on_done(on_events)
+
+    def events_to_wait_for(self) -> list[CompletableFuture]:
+        """Flink hands the unconfirmed events to this checkpoint and forgets them: a later
+        checkpoint does not wait for an event an aborted one was waiting for."""
+        return self.unconfirmed_events.get_current_incomplete_and_reset()
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         def run():
@@ -677,6 +686,8 @@ class StreamproofOperatorCoordinatorHolder(OperatorCoordinatorHolder):
       later, through the main thread's queue) and fails the replaced gateway's buffered events, so
       none stays in the unconfirmed set forever;
     * ``reset_to_checkpoint`` fails buffered events instead of releasing them to old attempts;
+    * a checkpoint waits for every unacknowledged event sent before its close, also those an
+      aborted checkpoint was waiting for (Flink hands them to one checkpoint and forgets them);
     * gateways close all or none: if one cannot close, none does and the checkpoint fails;
     * notifications reach every gateway (a gateway never throws for an unseen checkpoint).
     """
@@ -685,6 +696,11 @@ class StreamproofOperatorCoordinatorHolder(OperatorCoordinatorHolder):
 
     def new_gateway(self, access: SubtaskAccess) -> SubtaskGatewayImpl:
         return StreamproofSubtaskGateway(access, self.main_thread, self.unconfirmed_events)
+
+    def events_to_wait_for(self) -> list[CompletableFuture]:
+        # every event sent before the close and not yet acknowledged, also those an aborted
+        # checkpoint was waiting for
+        return self.unconfirmed_events.get_current_incomplete()
 
     def subtask_reset(self, subtask: int, checkpoint_id: int) -> None:
         for other, gateway in self.subtask_gateway_map.items():

@@ -40,6 +40,7 @@ class PipelineConfig:
     parallelism: int = 1
     global_failure_at: tuple = (None,)          # per operator: fail the job once it sent this many events
     subtask_failure_at: int | None = None       # recipient (0, 0) fails once after receiving this many
+    recipient_failures: tuple = ()              # (operator, subtask, after): each fails once after receiving that many
     seed: int = 0
     checkpoint_probability: float = 0.05        # per scheduler step while no checkpoint is pending
     checkpoint_timeout: int = 300               # scheduler steps
@@ -153,7 +154,10 @@ class ValvePipeline:
             self.holders.append(holder)
             self.main_thread.execute(holder.lazy_initialize)
         self.global_failures_done = [False] * len(config.events)
-        self.subtask_failure_done = False
+        failures = list(config.recipient_failures)
+        if config.subtask_failure_at is not None:
+            failures.append((0, 0, config.subtask_failure_at))
+        self.recipient_failures = failures           # not yet happened
         self.checkpoint_id = 0
         self.pending: dict | None = None
         self.completed: dict | None = None           # the latest completed checkpoint
@@ -262,10 +266,12 @@ class ValvePipeline:
         if kind == "event":
             attempt.received.append(payload)
             future.complete("ack")
-            if self.config.subtask_failure_at is not None and not self.subtask_failure_done and \
-                    (attempt.operator, attempt.subtask) == (0, 0) and len(attempt.received) >= self.config.subtask_failure_at:
-                self.subtask_failure_done = True
-                self.region_failover(0, 0)
+            for failure in self.recipient_failures:
+                op, subtask, after = failure
+                if (attempt.operator, attempt.subtask) == (op, subtask) and len(attempt.received) >= after:
+                    self.recipient_failures.remove(failure)
+                    self.region_failover(op, subtask)
+                    break
         else:
             self.snapshot(attempt, payload)
 

@@ -296,7 +296,8 @@ class ValveSpec:
             ck.result = "failed"
             return
         ck.waiting = list(self.unconfirmed)
-        self.unconfirmed = []
+        if self.protocol != "streamproof":  # Flink hands them to this checkpoint and forgets them
+            self.unconfirmed = []
         if not ck.waiting:
             self.set_result(ck, "done")
         elif all(self.events[n].done for n in ck.waiting):  # cannot happen: tracked means incomplete

@@ -238,8 +238,11 @@ def minimize(scenario: sc.Scenario, property_name: str, invariant: str) -> sc.Sc
                 yield (sc.NewHolder(steps[0].parallelism - 1),) + tuple(
                     dataclasses.replace(s, subtask=s.subtask - 1) if getattr(s, "subtask", -1) > gone else s
                     for s in kept)
-        for c in sorted({getattr(s, "checkpoint", None) for s in steps} - {None}):
-            yield tuple(s for s in steps if getattr(s, "checkpoint", None) != c)
+        for c in sorted({getattr(s, "checkpoint", None) for s in steps} - {None, -1}):
+            # drop checkpoint c; a failover that restored it restores no checkpoint instead
+            yield tuple(dataclasses.replace(s, checkpoint=-1) if isinstance(s, (sc.RestartSubtask, sc.Reset)) else s
+                        for s in steps if getattr(s, "checkpoint", None) != c
+                        or isinstance(s, (sc.RestartSubtask, sc.Reset)))
         for size in (8, 4, 3, 2, 1):
             for start in range(len(steps) - size, 0, -1):
                 yield steps[:start] + steps[start + size:]

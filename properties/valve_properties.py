@@ -35,14 +35,35 @@ def _machine(name: str):
     return machine
 
 
-def _reachability() -> tuple:
+def _reachability(name: str) -> tuple:
+    from properties.valve_check import DRAINED
     from properties.valve_machine import REACHABILITY
-    return REACHABILITY
+    return tuple(label for label in REACHABILITY if name in DRAINED or label != "drain checkpoint completed")
 
 
 for _name, _summary in SUMMARIES.items():
     register(Property(
         name=_name, family="valve", summary=_summary,
         check=(lambda name: lambda scenario: check_valve(scenario, name))(_name),
-        machine=_machine(_name), reachability=_reachability(),
+        machine=_machine(_name), reachability=_reachability(_name),
     ))
+
+
+def _job_strategy():
+    from properties.valve_job import valve_job_scenarios
+    return valve_job_scenarios("streamproof")
+
+
+def _job_check(scenario):
+    from properties.valve_job import check_valve_job
+    return check_valve_job(scenario, "valve.job-exactly-once")
+
+
+register(Property(
+    name="valve.job-exactly-once", family="valve_job",
+    summary="In a job (source -> network -> operator, or source recipients) under global and region "
+            "failovers, every recipient ends with exactly the coordinator's events [0..N-1] and every "
+            "completed checkpoint holds exactly the events its coordinator had sent (the ITCases' oracle).",
+    check=_job_check, strategy=_job_strategy,
+    reachability=("job: region failover", "job: global failover", "job: checkpoint completed"),
+))

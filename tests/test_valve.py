@@ -38,7 +38,9 @@ VERDICTS = {
 }
 
 
-def _explore(protocol: str, name: str, examples: int = 1000, shrink: bool = False):
+def _explore(protocol: str, name: str, examples: int = 3000, shrink: bool = False):
+    """Stops at the first failure (a few hundred examples; Hypothesis's choices, and so the count,
+    depend on what ran before in the process)."""
     base = registry.get(name)
     prop = Property(name, "valve", base.summary, base.check, machine=lambda: machine_for(name, protocol))
     return explore(prop, examples, seed=0, shrink=shrink)
