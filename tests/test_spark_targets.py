@@ -67,10 +67,12 @@ def test_standalone_cluster_with_two_workers(cluster, tmp_path, outputs):
 
 
 def test_spark_connect_server_on_the_cluster(cluster, tmp_path, outputs):
-    server = LocalConnectServer(cluster.master_url, work_dir=str(tmp_path / "server"))
+    server_dir, results = tmp_path / "server", tmp_path / "results"
+    results.mkdir()
+    server = LocalConnectServer(cluster.master_url, work_dir=str(server_dir))
     server.start()
     try:
-        summary = campaign(server.url, tmp_path, outputs)
+        summary = campaign(server.url, results, outputs)  # results apart from the server's files
         assert summary["run"]["api"] == "connect"
         listening = testing.listening([server.process.pid, *testing.descendants(server.process.pid)])
         assert all(s.startswith("127.0.0.1:") for s in listening), listening
