@@ -613,64 +613,6 @@ class InternalTimeServiceManager:
             if key_group in snapshot:
                 self.restore_state_for_key_group(key_group, snapshot[key_group])
 
-    def flush_processing_time_timers(self, budget: int | None = None) -> "FlushResult":
-        """End of input with drain (FLIP-269, DESIGN.md §3.4): handles every pending processing-time
-        timer, in timestamp order, by its termination action. CANCEL drops it; TRIGGER fires it
-        with ``current_processing_time()`` reading MAX_WATERMARK; WAIT moves the simulated clock to
-        its time (never back) and fires it. Timers registered meanwhile with a timestamp <= the
-        horizon (the largest pending timestamp when the flush began) are handled the same way;
-        later ones are dropped and counted. More than ``budget`` fired timers raise
-        :class:`TimerFiringBudgetExceeded`. Afterwards the service is FLUSHED: nothing fires any
-        more and registering a processing-time timer only counts it as dropped.
-        """
-        if self.processing_time_state != "RUNNING":
-            raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
-        budget = self.firing_budget if budget is None else budget
-        result = FlushResult()
-        queue = self.processing_time_timers_queue
-        if self.next_timer is not None:
-            self.next_timer.cancel()
-            self.next_timer = None
-        self.processing_time_state = "FLUSHING"
-        horizon = max((t[0] for t in queue), default=None)
-        result.horizon = horizon
-        key_context = self.key_context
-        clock = self.processing_time_service.get_current_processing_time()
-        try:
-            while (timer := queue.peek()) is not None:
-                key_context.set_current_key(timer[1])
-                if horizon is None or timer[0] > horizon:
-                    queue.poll(key_context.current_key_group_index)
-                    self.termination_actions.pop(timer, None)
-                    result.dropped_after_horizon += 1
-                    continue
-                action = self.termination_action_of(timer)
-                queue.poll(key_context.current_key_group_index)
-                self.termination_actions.pop(timer, None)
-                if action == TimerTerminationAction.CANCEL:
-                    result.cancelled.append(timer)
-                    continue
-                if len(result.fired) >= budget:
-                    raise TimerFiringBudgetExceeded(
-                        f"timer service '{self.name}' fired more than {budget} timers while flushing "
-                        f"its processing-time timers at end of input: a callback keeps registering timers"
-                    )
-                if action == TimerTerminationAction.WAIT:
-                    clock = max(clock, timer[0])
-                    advance = getattr(self.processing_time_service, "set_time_without_firing", None)
-                    if advance is not None:
-                        advance(clock)
-                    self._flush_clock = clock
-                else:
-                    self._flush_clock = MAX_WATERMARK
-                result.fired.append((timer, action))
-                self.triggerable.on_processing_time(timer)
-                self._flush_clock = None
-        finally:
-            self._flush_clock = None
-            self.processing_time_state = "FLUSHED"
-        return result
-
     def set_timer_termination_action(self, action: TimerTerminationAction | None) -> None:
         """The override of every service's processing-time timers (None removes it)."""
         self.termination_action_override = None if action is None else TimerTerminationAction(action)
