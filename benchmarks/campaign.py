@@ -58,13 +58,20 @@ def run_pool(spec, workers: int, out: str) -> dict:
     try:
         started = time.perf_counter()
         rows = [row for part in pool.imap_unordered(_pool_chunk, chunks, chunksize=1) for row in part]
-        pq.write_table(pa.Table.from_batches([executor.rows_to_batch(rows)]), os.path.join(out, "pool.parquet"))
+        pq.write_table(pa.Table.from_batches([executor.rows_to_batch(rows)]), os.path.join(out, "pool-results.parquet"))
         seconds = time.perf_counter() - started
     finally:
         pool.close()
         pool.join()
-    return {"what": f"multiprocessing.Pool({workers})", "startup": startup, "seconds": seconds,
-            "seeds": len(rows), "rows": rows}
+    result = {"what": f"multiprocessing.Pool({workers})", "startup": startup, "seconds": seconds,
+              "seeds": len(rows), "rows": rows}
+    _note(result)
+    return result
+
+
+def _note(r: dict) -> None:
+    print(f"  done: {r['what']}: startup {r['startup']:.1f} s, campaign {r['seconds']:.1f} s, {r['seeds']} seeds",
+          file=sys.stderr, flush=True)
 
 
 def run_spark(label: str, master: str, spec, out: str, conf: dict | None = None, api: str = "classic",
@@ -84,8 +91,10 @@ def run_spark(label: str, master: str, spec, out: str, conf: dict | None = None,
         rows = [r.asDict() for r in camp.read_results(spark, out, spec.name).select(*cols).collect()]
     finally:
         session.stop_session(spark)
-    return {"what": label, "startup": startup, "seconds": run.seconds, "seeds": run.seeds_run, "rows": rows,
-            "waves": run.waves}
+    result = {"what": label, "startup": startup, "seconds": run.seconds, "seeds": run.seeds_run, "rows": rows,
+              "waves": run.waves}
+    _note(result)
+    return result
 
 
 def same_rows(a: list[dict], b: list[dict]) -> bool:
@@ -106,7 +115,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    out = tempfile.mkdtemp(prefix="streamproof-bench-")
+    base = tempfile.mkdtemp(prefix="streamproof-bench-")
+    out = os.path.join(base, "results")  # Spark's results directory: nothing else in it
+    os.makedirs(out)
     cost = camp.calibrate(args.property, args.examples, args.step_count, 0)
     chunk = camp.chunk_size(cost, args.seeds, args.workers)
 
@@ -116,7 +127,7 @@ def main(argv=None) -> int:
 
     results = []
     try:
-        pool = run_pool(spec("pool"), args.workers, out)
+        pool = run_pool(spec("pool"), args.workers, base)
         results.append(pool)
         local = run_spark(f"Spark local[{args.workers}] (classic)", f"local[{args.workers}]", spec("local"), out,
                           cores=args.workers)
@@ -127,7 +138,7 @@ def main(argv=None) -> int:
         if not args.no_standalone:
             from spark_harness.cluster import LocalStandalone
 
-            cluster = LocalStandalone(workers=2, cores=1, work_dir=os.path.join(out, "cluster"))
+            cluster = LocalStandalone(workers=2, cores=1, work_dir=os.path.join(base, "cluster"))
             started = time.perf_counter()
             cluster.start()
             cluster_startup = time.perf_counter() - started
@@ -144,7 +155,7 @@ def main(argv=None) -> int:
         for r in results[1:]:
             r["same_as_pool"] = same_rows(pool["rows"], r["rows"])
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
 
     base = pool["seeds"] / pool["seconds"]
     table = []
@@ -157,7 +168,7 @@ def main(argv=None) -> int:
     two = next((r for r in results if r["what"].startswith("standalone, 2")), None)
     scaling = (one["seconds"] / two["seconds"]) if one and two else None
     ratio = table[1]["vs_pool"]
-    summary = {"property": args.property, "seeds": args.seeds, "examples": args.examples,
+    summary = {"load_average": [round(x, 2) for x in os.getloadavg()], "property": args.property, "seeds": args.seeds, "examples": args.examples,
                "seconds_per_seed_estimate": round(cost, 4), "chunk_seeds": chunk, "rows": table,
                "spark_local_vs_pool": ratio, "goal": GOAL, "goal_met": ratio >= GOAL,
                "scaling_2_vs_1_executors": round(scaling, 2) if scaling else None,
@@ -165,6 +176,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
         print(f"{args.seeds} seeds of {args.property}, {args.examples} example(s) x {args.step_count} steps per seed "
               f"(~{cost * 1000:.1f} ms/seed), {chunk} seeds per chunk/partition")
         head = ("what", "startup s", "campaign s", "seeds/s", "vs pool", "same rows")

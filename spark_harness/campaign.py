@@ -166,10 +166,13 @@ def _functions():
 
 
 def read_results(spark, out: str, name: str | None = None):
-    df = spark.read.schema(specs.spark_ddl()).parquet(out)
-    if name is not None:
-        df = df.where(_functions().col("campaign") == name)
-    return df
+    """The result rows of campaign ``name`` (of every campaign when None) in ``out``; reading only
+    ``campaign=NAME`` (with ``out`` as the base path) leaves other files in ``out`` alone."""
+    reader = spark.read.schema(specs.spark_ddl())
+    if name is None:
+        return reader.parquet(out)
+    return (reader.option("basePath", out).parquet(f"{out.rstrip('/')}/campaign={name}")
+            .where(_functions().col("campaign") == name))
 
 
 def _is_missing_path(e: Exception) -> bool:

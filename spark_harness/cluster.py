@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from spark_harness.session import CONF_DIR, LOOPBACK, check_java
+from spark_harness.session import CONF_DIR, JVM_OPTIONS, LOOPBACK, check_java
 
 
 def free_port() -> int:
@@ -60,6 +60,7 @@ class LocalStandalone:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "SPARK_WORKER_DIR": str(self.work_dir / "work"), "SPARK_LOG_DIR": str(self.work_dir / "logs"),
             "SPARK_NO_DAEMONIZE": "1",
+            "SPARK_DAEMON_JAVA_OPTS": (os.environ.get("SPARK_DAEMON_JAVA_OPTS", "") + " " + JVM_OPTIONS).strip(),
             "SPARK_MASTER_OPTS": (os.environ.get("SPARK_MASTER_OPTS", "") + " -Dspark.master.rest.enabled=false").strip(),
         })
         return env
@@ -155,6 +156,7 @@ class LocalConnectServer:
             "spark.connect.grpc.binding.address": LOOPBACK, "spark.connect.grpc.binding.port": str(self.port),
             "spark.ui.enabled": "false", "spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK,
             "spark.pyspark.python": python, "spark.sql.shuffle.partitions": "8",
+            "spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS,
         }
         args = [str(spark_home() / "bin" / "spark-submit"), "--class", self.CLASS, "--master", self.master,
                 "--name", "streamproof-connect"]

@@ -146,8 +146,8 @@ class Bar:
         if self.tty:
             self._draw(self.committed)
         else:
-            self._line(f"wave {number} committed ({self.waves_done}/{self.waves}), {self.committed}/{self.total} "
-                       f"seeds ({100 * self.committed / self.total:.0f}%), {time.perf_counter() - self.started_at:.0f} s")
+            self._line(f"{self.waves_done}/{self.waves} waves committed, {self.committed}/{self.total} seeds "
+                       f"({100 * self.committed / self.total:.0f}%), {time.perf_counter() - self.started_at:.0f} s")
 
     def _line(self, text: str) -> None:
         self.stream.write(f"{self.label}: {text}\n")

@@ -47,10 +47,15 @@ def read_rows(results: str | os.PathLike, campaign: str | None = None):
     root = Path(results)
     if not root.is_dir():
         raise ReportError(f"{results}: not a directory of campaign results")
+    dirs = [root / f"campaign={campaign}"] if campaign else sorted(root.glob("campaign=*"))
+    files = sorted(str(f) for d in dirs for f in d.rglob("*.parquet")
+                   if not any(part.startswith((".", "_")) for part in f.relative_to(root).parts))
+    if not files:
+        raise ReportError(f"{results}: no campaign results" + (f" for campaign {campaign!r}" if campaign else ""))
     try:
-        dataset = ds.dataset(str(root), format="parquet", partitioning=_partitioning(), schema=arrow_schema(),
-                             exclude_invalid_files=True)
-        table = dataset.to_table(filter=(ds.field("campaign") == campaign) if campaign else None)
+        dataset = ds.dataset(files, format="parquet", partitioning=_partitioning(), schema=arrow_schema(),
+                             partition_base_dir=str(root))
+        table = dataset.to_table()
     except Exception as e:  # noqa: BLE001
         raise ReportError(f"{results}: cannot read the results: {' '.join(str(e).split())[:300]}") from None
     return table.to_pandas()
@@ -152,9 +157,17 @@ def _plots(report: CampaignReport, df, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in report.name)
+    import numpy as np
+
     fig, ax = plt.subplots(figsize=(7, 3.6))
+    durations = df["duration"].to_numpy()
+    low, high = max(float(durations.min()), 1e-4), max(float(durations.max()), 2e-4)
+    log = high / low > 50  # a long tail (shrinking, timeouts): log-spaced bins
+    bins = np.geomspace(low, high, 41) if log else np.linspace(0, high, 41)
     for prop, group in sorted(df.groupby("property"), key=lambda kv: kv[0]):
-        ax.hist(group["duration"], bins=40, alpha=0.6, label=prop)
+        ax.hist(group["duration"], bins=bins, histtype="step", linewidth=1.4, label=prop)
+    if log:
+        ax.set_xscale("log")
     ax.set_xlabel("seconds per seed (on the executor)")
     ax.set_ylabel("seeds")
     ax.set_title(f"time per seed: {report.name}")

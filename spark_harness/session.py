@@ -30,6 +30,10 @@ from pathlib import Path
 LOOPBACK = "127.0.0.1"
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# The JVMs of a campaign only orchestrate (the work is Python): C1 only and the serial collector
+# halve the CPU they take from the Python workers on a small machine (measured: startup 13 -> 7
+# CPU seconds, a steady wave of 15 tasks 2.0 -> 0.9).
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 MASTER_FORMS = "local[*], local[N], spark://HOST:PORT, yarn, k8s://HOST:PORT or sc://HOST:PORT"
 
 
@@ -132,29 +136,38 @@ def session_conf(target: Target, app_name: str, shuffle_partitions: int, extra: 
             "spark.connect.grpc.binding.address": LOOPBACK,
             "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
         })
-    conf.update(extra or {})
+    extra = dict(extra or {})
+    for side in ("driver", "executor"):  # ours first, so that the user's flags win
+        key = f"spark.{side}.extraJavaOptions"
+        conf[key] = " ".join(filter(None, [JVM_OPTIONS, extra.pop(key, "")]))
+    conf.update(extra)
     return conf
 
 
 @contextlib.contextmanager
 def _stderr_to(path: str | os.PathLike | None):
-    """Sends this process's fd 2 to ``path`` while the JVM starts, so that the JVM (which keeps
-    the descriptor) writes its own output there; this process's stderr is restored after."""
+    """Sends this process's fds 1 and 2 to ``path`` while the JVM starts, so that the JVM (which
+    keeps the descriptors) writes its own output there; this process's are restored after."""
     if path is None:
         yield
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
     try:
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for d in saved:
+            os.close(d)
 
 
 def start_session(master: str = "local[*]", api: str = "classic", app_name: str = "streamproof",

@@ -150,11 +150,14 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         spark = sess.start_session(master, api=api, app_name=f"streamproof {name}", conf=conf, log_path=log_path)
     except sess.SparkSetupError as e:
         raise InputError(e) from None
+    except KeyboardInterrupt:
+        click.echo("streamproof: interrupted while Spark was starting", err=True)
+        ctx.exit(130)
     interrupted = False
     try:
         ship.ship(spark)
+        camp.warm_up(spark, target.cores or 4)  # starts the executors' Python workers (startup)
         cores = sess.cluster_cores(spark, target)
-        camp.warm_up(spark, cores)
         run.startup_seconds = time.perf_counter() - started
         stored = camp.load_spec(spark, out, name)
         planning = time.perf_counter()
@@ -192,14 +195,20 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         ctx.exit(130)
 
     report_path = None
-    if not no_report and is_local_path(out):
-        from spark_harness.report import write_report
-        report_path, reports = write_report(local_path(out))
-        files = {(f["property"], f["signature"]): f.get("file") for r in reports if r.name == name for f in r.failures}
-        for f in result.failures:
-            f["file"] = files.get((f["property"], f["signature"]))
-    else:
-        _write_failures_locally(result, Path("streamproof-failures") / name)
+    try:
+        if not no_report and is_local_path(out) and Path(local_path(out), f"campaign={name}").is_dir():
+            from spark_harness.report import write_report
+            report_path, reports = write_report(local_path(out))
+            files = {(f["property"], f["signature"]): f.get("file") for r in reports if r.name == name
+                     for f in r.failures}
+            for f in result.failures:
+                f["file"] = files.get((f["property"], f["signature"]))
+        else:  # the results are not here (a remote Connect server or cluster file system): no report
+            _write_failures_locally(result, Path("streamproof-failures") / name)
+    except KeyboardInterrupt:
+        click.echo(f"streamproof: interrupted while writing the report: campaign {name} is complete in {out}; "
+                   f"write the report with: streamproof report {shlex.quote(out)}", err=True)
+        ctx.exit(130)
     if as_json:
         click.echo(json.dumps(_summary_json(result, skipped, report_path), default=str))
     else:

@@ -115,6 +115,19 @@ def test_resume_runs_only_the_missing_chunks_and_ends_exactly_once(spark, tmp_pa
     assert rows == {**local_rows(spec, "timers.differential"), **local_rows(spec, "mailbox.differential")}
 
 
+def test_running_a_campaign_again_replaces_its_results(spark, tmp_path):
+    first = camp.plan("again", ["timers.differential"], 0, 8, 1, 40, 120, None, "test", 2, chunk_seeds=1)
+    assert run(spark, first, tmp_path).verified
+    other = camp.plan("keep", ["timers.differential"], 0, 2, 1, 40, 120, None, "test", 2, chunk_seeds=1)
+    assert run(spark, other, tmp_path).verified
+    stored = camp.load_spec(spark, str(tmp_path), "again")
+    second = camp.plan("again", ["timers.differential"], 0, 8, 1, 40, 120, None, "test", 2, chunk_seeds=3)
+    result = run(spark, second, tmp_path, stored=stored)  # not a resume: chunks of 1 seed must go
+    assert result.verified, result.verification
+    assert len(list((tmp_path / "campaign=again" / "property=timers.differential").glob("chunk=*"))) == 3
+    assert len(testing.deterministic_rows(tmp_path, "keep")) == 2  # other campaigns stay
+
+
 def test_a_slow_seed_is_a_timeout_verdict_not_a_failed_task(spark, tmp_path):
     spec = camp.plan("slow", ["mailbox.differential"], 0, 4, 100_000, 40, 0.5, None, "test", 2, chunk_seeds=2)
     result = run(spark, spec, tmp_path)
