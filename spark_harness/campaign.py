@@ -76,11 +76,12 @@ class CampaignResult:
 # ------------------------------------------------------------------------------- planning
 
 def explorable(names: list[str] | None) -> tuple[list[str], list[str]]:
-    """(properties a campaign can explore, selected properties without a state machine)."""
+    """(properties a campaign can explore: a state machine or a scenario strategy, the others)."""
     from properties import registry
 
     props = registry.select(names)
-    return [p.name for p in props if p.machine is not None], [p.name for p in props if p.machine is None]
+    can = [p for p in props if p.machine is not None or p.strategy is not None]
+    return [p.name for p in can], [p.name for p in props if p not in can]
 
 
 def calibrate(prop_name: str, examples: int, step_count: int, seed: int, probes: int = 3) -> float:

@@ -218,7 +218,7 @@ def describe_worker(batches: Iterable) -> Iterator:
 
 
 def warm_up(batches: Iterable) -> Iterator:
-    """``mapInArrow`` warm-up: imports every registered property's state machine in the worker
+    """``mapInArrow`` warm-up: imports every registered property's state machine or strategy in the worker
     (so that the first wave measures seeds, not imports); returns what :func:`describe_worker` does."""
     try:
         from properties import registry
@@ -226,6 +226,8 @@ def warm_up(batches: Iterable) -> Iterator:
         for prop in registry.all_properties():
             if prop.machine is not None:
                 prop.machine()
+            elif prop.strategy is not None:
+                prop.strategy()
     except Exception:  # noqa: BLE001 - a broken property shows up as its seeds' verdicts
         pass
     yield from describe_worker(batches)

@@ -127,7 +127,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
             raise InputError("--depth and --bound apply to --exhaustive only")
         props, skipped = camp.explorable(list(names))
         if not props:
-            raise InputError("no property with a state machine to explore among: "
+            raise InputError("no property with a state machine or strategy to explore among: "
                              + ", ".join(p.name for p in registry.select(list(names))))
         if inject is not None:
             from properties.bugzoo import get_variant
@@ -295,7 +295,7 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
                         "steps", "s/seed"), rows, set(range(1, 10))):
         echo(line)
     if skipped:
-        echo(f"skipped (no state machine to explore; replay-only): {', '.join(skipped)}")
+        echo(f"skipped (nothing to explore; replay-only): {', '.join(skipped)}")
     echo("")
     total = sum(p["rows"] for p in result.per_property)
     echo(f"every seed exactly once: yes ({total} rows)" if result.verified

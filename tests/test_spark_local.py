@@ -172,3 +172,20 @@ def test_local_runs_listen_on_loopback_only(spark):
 
 def test_quiet_by_default():
     assert Path(session.CONF_DIR, "log4j2.properties").read_text().count("level = error") >= 2
+
+
+def test_a_strategy_property_finds_its_injected_bug_on_spark(spark, tmp_path):
+    """job.* properties explore through a scenario strategy (@given), not a state machine."""
+    bug = "sink-commits-on-snapshot"
+    variant = get_variant(bug)
+    prop = registry.get(variant.caught_by)
+    assert prop.machine is None and prop.strategy is not None
+    spec = camp.plan("job-bug", [prop.name], 0, 4, 30, 40, 120, bug, "test", 2, chunk_seeds=2)
+    result = run(spark, spec, tmp_path)
+    assert result.verified and not result.holds and result.failures
+    for f in result.failures:
+        scenario = load_scenario(f["scenario"])
+        assert scenario.family == prop.family
+        with variant.patch():
+            assert not prop.check(scenario).holds
+        assert prop.check(scenario).holds
