@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
 from impl.keygroups import KeyGroupRange, assign_to_key_group
+from impl.operator_timers import OperatorProcessingTimeService
 from impl.snapshots import restore_from_snapshots, start_snapshot
 from impl.timers import (
     InternalTimeServiceManager, InternalTimer, InternalTimerService, KeyContext, MAX_WATERMARK,
@@ -215,6 +216,11 @@ class RuntimeContext:
         self._backend = backend
         self.subtask_index, self.parallelism = subtask_index, parallelism
         self.mailbox_executor = None  # the operator's MailboxExecutor, set by the task
+        self.processing_time_service = None  # the operator's OperatorProcessingTimeService
+
+    def get_processing_time_service(self):
+        """Operator-level processing-time timers: ``register_timer(ts, callback, action=None)``."""
+        return self.processing_time_service
 
     def get_mailbox_executor(self):
         """The operator's mailbox executor (to ``yield_``/``try_yield`` inside a callback)."""
@@ -236,6 +242,9 @@ class KeyedProcessFunction:
 
     #: set True to let the runtime split timer firing at a watermark (FLIP-443)
     interruptible_timers = False
+    #: FLIP-269 per-operator override of every processing-time timer's termination action
+    #: (an :class:`impl.termination.TimerTerminationAction`; None: each timer's own action)
+    timer_termination_action = None
 
     def open(self, ctx: RuntimeContext) -> None:
         pass
@@ -245,6 +254,10 @@ class KeyedProcessFunction:
 
     def on_timer(self, timestamp: int, ctx: Context, out: Collector) -> None:
         pass
+
+    def end_input(self, out: Collector) -> None:
+        """The input ended (with drain; Flink's ``BoundedOneInput.endInput``): after every
+        event-time timer fired, before the processing-time timers are flushed and ``finish``."""
 
     def finish(self, out: Collector) -> None:
         pass
@@ -276,10 +289,15 @@ class KeyedProcessOperator:
             self.key_context, key_group_range, processing_time_service, firing_budget=firing_budget)
         self.output = Collector(emit)
         self.context = Context(self)
+        self.processing_time_service = OperatorProcessingTimeService(
+            processing_time_service, lambda: self.time_service_manager.termination_action_override)
         self.runtime_context = RuntimeContext(self.state_backend, subtask_index, parallelism)
+        self.runtime_context.processing_time_service = self.processing_time_service
         self.user_timer_service: TimerService | None = None
         self.finished = self.closed = False
         self.timers_fired = 0
+        if getattr(function, "timer_termination_action", None) is not None:
+            self.set_timer_termination_action(function.timer_termination_action)
 
     def set_timer_termination_action(self, action) -> None:
         """FLIP-269 per-operator override of every processing-time timer's termination action
@@ -303,8 +321,14 @@ class KeyedProcessOperator:
         self.user_timer_service = TimerService(service)
         self.function.open(self.runtime_context)
 
+    def end_input(self) -> None:
+        self.output.timestamp = None
+        self.context.time_domain = None
+        self.function.end_input(self.output)
+
     def finish(self) -> None:
         self.output.timestamp = None
+        self.context.time_domain = None
         self.function.finish(self.output)
         self.finished = True
 

@@ -44,6 +44,9 @@ class SimulationResult:
     stalled_firings: list = field(default_factory=list)  # (attempt, subtask, interrupted advances without progress)
     channel_state_records: int = 0  # in-flight records carried by completed unaligned checkpoints
     final_timers: list = field(default_factory=list)  # timers left in the last completed checkpoint
+    # processing-time timers left in the last completed checkpoint: (key, ts, termination action)
+    final_processing_timers: list = field(default_factory=list)
+    flushes: list = field(default_factory=list)  # (attempt, subtask, FlushRecord) of every end-of-input flush
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -95,5 +98,12 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
         ((timer.key, timer.timestamp) for s in completed[-1].task_snapshots
          for _, _, timer, _ in decode_snapshot(s.operator.timers).entries()), key=repr,
     ) if completed else []
+    final_processing = sorted(
+        ((timer.key, timer.timestamp, int(action)) for s in completed[-1].task_snapshots
+         for _, domain, timer, action in decode_snapshot(s.operator.timers).entries() if domain == "processing"),
+        key=repr,
+    ) if completed else []
+    flushes = [(t.attempt, t.subtask_index, t.flush) for t in job.all_tasks if t.flush is not None]
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
-                            job.events, interrupted_seen, applied, stalled, channel_state, final_timers)
+                            job.events, interrupted_seen, applied, stalled, channel_state, final_timers,
+                            final_processing, flushes)

@@ -36,6 +36,17 @@ class CheckpointBarrier:
 
 
 @dataclass(frozen=True)
+class FlushRecord:
+    """The end-of-input flush of a task: ``output_log[start:end]`` is its output; the processing
+    time when it began (timers up to it were due) and each service's horizon."""
+
+    start: int
+    end: int
+    clock: int
+    horizons: dict
+
+
+@dataclass(frozen=True)
 class EndOfData:
     """The upstream subtask has no more data (and, with drain, already sent MAX_WATERMARK)."""
 
@@ -179,6 +190,7 @@ class OperatorTask:
         self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
+        self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
 
     # -- life cycle -------------------------------------------------------------------------
     def restore(self, snapshots: list[TaskSnapshot], sink_states: list[dict]) -> None:
@@ -285,24 +297,37 @@ class OperatorTask:
     # -- end of input ----------------------------------------------------------------------
     def _end_input(self) -> None:
         """All channels ended (with drain: MAX_WATERMARK fired the event-time timers and the
-        continuation completed): flush the processing-time timers by their termination actions
-        (FLIP-269), then EndOfData downstream, finish(), then wait for the final checkpoint."""
+        continuation completed). As Flink's ``StreamOperatorWrapper.finish``: ``end_input()``,
+        then the processing-time timers are flushed by their termination actions (FLIP-269;
+        timers already due fire first, as the mail they are), then ``finish()``, then the
+        operator's mail is drained; then EndOfData, and the task waits for its final checkpoint."""
         if self.config.drain:
+            self.operator.end_input()
             self._flush_processing_time_timers()
         self.operator.finish()
+        self._drain_operator_mail()
         self.output_log.append(("end_of_data",))
         self.state = self.FINISHED
         if self.on_finished is not None:
             self.on_finished(self)
 
     def _flush_processing_time_timers(self) -> None:
+        manager = self.operator.time_service_manager
+        start, clock = len(self.output_log), manager.processing_time_service.get_current_processing_time()
         try:
-            results = self.operator.time_service_manager.flush_processing_time_timers(self.config.firing_budget)
+            results = manager.flush_processing_time_timers(self.config.firing_budget)
+            results.append(("operator", self.operator.processing_time_service.flush(self.config.firing_budget)))
         except TimerFiringBudgetExceeded as error:
             raise TimerFiringBudgetExceeded(
                 f"operator {self.name}[{self.subtask_index}]: end-of-input flush of processing-time "
                 f"timers exceeded its budget: {error}") from error
         self.dropped_after_horizon += sum(result.dropped_after_horizon for _, result in results)
+        self.flush = FlushRecord(start, len(self.output_log), clock, {name: r.horizon for name, r in results})
+
+    def _drain_operator_mail(self) -> None:
+        """Mail the operator put in its mailbox (``finish()`` included) runs before EndOfData."""
+        while self.operator_executor.try_yield():
+            pass
 
     # -- checkpoints ------------------------------------------------------------------------
     def _on_barrier(self, channel: int, checkpoint_id: int, savepoint: bool = False) -> None:

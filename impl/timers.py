@@ -339,55 +339,61 @@ class InternalTimerService:
         self.termination_action_override = action
 
     def flush_processing_time_timers(self, budget: int | None = None) -> "FlushResult":
-        """End of input with drain (FLIP-269, DESIGN.md §3.4): handles every pending processing-time
-        timer, in timestamp order, by its termination action. CANCEL drops it; TRIGGER fires it
-        with ``current_processing_time()`` reading MAX_WATERMARK; WAIT moves the simulated clock to
-        its time (never back) and fires it. Timers registered meanwhile with a timestamp <= the
-        horizon (the largest pending timestamp when the flush began) are handled the same way;
-        later ones are dropped and counted. More than ``budget`` fired timers raise
-        :class:`TimerFiringBudgetExceeded`. Afterwards the service is FLUSHED: nothing fires any
-        more and registering a processing-time timer only counts it as dropped.
+        """End of input with drain (FLIP-269, DESIGN.md §3.4).
+
+        1. Timers already due (timestamp <= the current processing time: in Flink their callback
+           is in the mailbox, or about to be) fire as they would have, whatever their action.
+        2. Every other pending processing-time timer, the ones behind the head included, is
+           handled in timestamp order by its termination action: CANCEL drops it; TRIGGER fires
+           it with ``current_processing_time()`` reading MAX_WATERMARK; WAIT moves the simulated
+           clock to its time (never back) and fires it reading that time.
+        3. Timers registered meanwhile with a timestamp <= the *horizon* (the largest pending
+           timestamp when step 2 began) are handled the same way; later ones are dropped and
+           counted. More than ``budget`` fired timers raise :class:`TimerFiringBudgetExceeded`.
+
+        Afterwards the service is FLUSHED: nothing fires any more and registering a
+        processing-time timer only counts it as dropped (nothing fires after ``finish()``).
         """
         if self.processing_time_state != "RUNNING":
             raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
         budget = self.firing_budget if budget is None else budget
         result = FlushResult()
         queue = self.processing_time_timers_queue
+        key_context = self.key_context
+        clock = self.processing_time_service.get_current_processing_time()
+        self.processing_time_state = "FLUSHING"  # from here on no physical timer is registered
         if self.next_timer is not None:
             self.next_timer.cancel()
             self.next_timer = None
-        self.processing_time_state = "FLUSHING"
-        horizon = max((t[0] for t in queue), default=None)
-        result.horizon = horizon
-        key_context = self.key_context
-        clock = self.processing_time_service.get_current_processing_time()
         try:
+            while (timer := queue.peek()) is not None and timer[0] <= clock:
+                key_context.set_current_key(timer[1])
+                queue.poll(key_context.current_key_group_index)
+                self._check_flush_budget(result, budget)
+                result.due.append(timer)
+                self._fire_processing_timer(timer)
+            horizon = self._flush_horizon()
+            result.horizon = horizon
             while (timer := queue.peek()) is not None:
                 key_context.set_current_key(timer[1])
-                if horizon is None or timer[0] > horizon:
-                    queue.poll(key_context.current_key_group_index)
-                    self.termination_actions.pop(timer, None)
-                    result.dropped_after_horizon += 1
-                    continue
                 action = self.termination_action_of(timer)
                 queue.poll(key_context.current_key_group_index)
                 self.termination_actions.pop(timer, None)
+                if horizon is None or timer[0] > horizon:
+                    result.dropped_after_horizon += 1
+                    continue
                 if action == TimerTerminationAction.CANCEL:
                     result.cancelled.append(timer)
                     continue
-                if len(result.fired) >= budget:
-                    raise TimerFiringBudgetExceeded(
-                        f"timer service '{self.name}' fired more than {budget} timers while flushing "
-                        f"its processing-time timers at end of input: a callback keeps registering timers"
-                    )
+                self._check_flush_budget(result, budget)
                 if action == TimerTerminationAction.WAIT:
-                    clock = max(clock, timer[0])
+                    clock = self._wait_clock(clock, timer[0])
                     advance = getattr(self.processing_time_service, "set_time_without_firing", None)
                     if advance is not None:
                         advance(clock)
                     self._flush_clock = clock
                 else:
-                    self._flush_clock = MAX_WATERMARK
+                    self._flush_clock = self._trigger_clock(clock)
                 result.fired.append((timer, action))
                 self.triggerable.on_processing_time(timer)
                 self._flush_clock = None
@@ -395,6 +401,26 @@ class InternalTimerService:
             self._flush_clock = None
             self.processing_time_state = "FLUSHED"
         return result
+
+    # The flush's rules, one method each (the bug zoo replaces them).
+    def _flush_horizon(self) -> int | None:
+        """The largest pending timestamp when the flush by actions begins (None: none pending)."""
+        return max((t[0] for t in self.processing_time_timers_queue), default=None)
+
+    def _trigger_clock(self, clock: int) -> int:
+        """What ``current_processing_time()`` reads while a TRIGGER timer fires in the flush."""
+        return MAX_WATERMARK
+
+    def _wait_clock(self, clock: int, timestamp: int) -> int:
+        """The clock while a WAIT timer fires in the flush: its time, never going back."""
+        return max(clock, timestamp)
+
+    def _check_flush_budget(self, result: "FlushResult", budget: int) -> None:
+        if len(result.due) + len(result.fired) >= budget:
+            raise TimerFiringBudgetExceeded(
+                f"timer service '{self.name}' fired more than {budget} timers while flushing "
+                f"its processing-time timers at end of input: a callback keeps registering timers"
+            )
 
     def restore_termination_actions(self, actions: dict) -> None:
         """Installs restored actions (``timer -> action``) of pending processing-time timers."""
@@ -510,11 +536,13 @@ class InternalTimerService:
 
 @dataclass
 class FlushResult:
-    """What :meth:`InternalTimerService.flush_processing_time_timers` did: the horizon (None: no
-    timer was pending), the fired ``(timer, action)`` in order, the cancelled timers and the number
+    """What :meth:`InternalTimerService.flush_processing_time_timers` did: the timers already due
+    (fired as usual), the horizon (None: no timer was pending after them), the fired
+    ``(timer, action)`` in order, the cancelled timers and the number
     of timers registered during the flush after the horizon (dropped)."""
 
     horizon: int | None = None
+    due: list = field(default_factory=list)  # timers already due at flush start, fired as usual
     fired: list = field(default_factory=list)
     cancelled: list = field(default_factory=list)
     dropped_after_horizon: int = 0
