@@ -13,7 +13,8 @@ from typing import Callable
 
 # Modules that register properties when imported (each family adds its own).
 BUILTIN_MODULES = ("properties.timers_properties", "properties.mailbox_properties", "properties.job_properties",
-                   "properties.snapshot_properties", "properties.valve_properties")
+                   "properties.snapshot_properties", "properties.valve_properties",
+                   "properties.termination_properties")
 
 
 @dataclass(frozen=True)

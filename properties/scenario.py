@@ -36,7 +36,7 @@ FORMAT = "streamproof.scenario/1"
 # (family rules such as "new_instance first", and cross-field rules such as end < max_parallelism).
 ERROR_KINDS = ("io", "json", "invalid", "missing", "unknown_field", "unknown_op", "semantic")
 MAX_JSON_DEPTH = 64  # nesting allowed inside params / expected / flink_observed
-FAMILY_MODULES: list[str] = ["properties.job_scenario", "properties.snapshot_steps", "properties.valve_job"]  # modules that register more families; imported on demand
+FAMILY_MODULES: list[str] = ["properties.job_scenario", "properties.snapshot_steps", "properties.valve_job", "properties.termination_scenario"]  # modules that register more families; imported on demand
 
 _MISSING: Any = object()
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}

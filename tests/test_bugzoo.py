@@ -15,7 +15,8 @@ def test_the_zoo_holds_the_required_variants():
     names = {v.name for v in VARIANTS}
     assert {"key-context-set-after-poll", "equal-timestamp-reregisters-physical", "delete-cancels-physical-timer",
             "register-at-watermark-fires-at-once", "timer-list-not-set",
-            "restore-accepts-foreign-key-groups"} <= names
+            "restore-accepts-foreign-key-groups", "flush-handles-head-only", "flush-without-horizon",
+            "trigger-reads-real-clock", "flush-after-finish", "wait-fires-early", "override-ignored"} <= names
     for v in VARIANTS:
         assert v.source and v.description
         registry.get(v.caught_by)

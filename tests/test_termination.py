@@ -443,3 +443,133 @@ def test_flush_refines_the_specification(pending, then, override):
     for timer, action in before.items():  # due ones and TRIGGER / WAIT fire; CANCEL never
         assert (timer in fired) == (action != spec.CANCEL or timer[0] <= 0) or timer in {(ts, k, "w") for regs in then.values()
                                                                           for k, ts, _ in regs}
+
+
+# -- timers already due at flush start; the operator-level processing-time service ----------------
+def test_flush_fires_timers_already_due_as_usual_whatever_their_action():
+    m, context, s, target = flush_setup(start=20)
+    register(context, s, "a", 10)  # CANCEL, but due: its mail is in the mailbox in Flink
+    register(context, s, "b", 20, A.WAIT)
+    register(context, s, "c", 30)  # CANCEL, not due: dropped
+    register(context, s, "d", 40, A.TRIGGER)
+    result = s.flush_processing_time_timers()
+    assert target.fired == [(InternalTimer(10, "a", "w"), 20), (InternalTimer(20, "b", "w"), 20),
+                            (InternalTimer(40, "d", "w"), MAX)]
+    assert result.due == [InternalTimer(10, "a", "w"), InternalTimer(20, "b", "w")]
+    assert result.horizon == 40 and result.cancelled == [InternalTimer(30, "c", "w")]
+
+
+def test_operator_level_service_flushes_by_action_and_drops_after_quiesce():
+    from impl.operator_timers import OperatorProcessingTimeService
+
+    clock = ManualProcessingTimeService(start=5)
+    override = [None]
+    service = OperatorProcessingTimeService(clock, lambda: override[0])
+    seen = []
+
+    def callback(ts):
+        seen.append((ts, service.current_processing_time()))
+        if ts == 30:
+            service.register_timer(35, callback, A.WAIT)  # <= horizon: handled
+            service.register_timer(99, callback, A.TRIGGER)  # after the horizon: dropped
+
+    service.register_timer(3, callback)  # due
+    service.register_timer(10, callback, A.TRIGGER)
+    service.register_timer(20, callback)  # CANCEL
+    cancelled = service.register_timer(25, callback, A.TRIGGER)
+    cancelled.cancel()
+    service.register_timer(40, callback, A.WAIT)
+    service.register_timer(30, callback, A.WAIT)
+    clock.advance_to(7)  # fires the due one as usual
+    assert seen == [(3, 7)]
+    result = service.flush(budget=100)
+    assert seen == [(3, 7), (10, MAX), (30, 30), (35, 35), (40, 40)]
+    assert result.cancelled == [20] and result.dropped_after_horizon == 1 and result.horizon == 40
+    late = service.register_timer(50, callback, A.TRIGGER)
+    clock.advance_to(100)
+    assert late.cancelled and service.dropped_after_flush == 1 and seen[-1] == (40, 40)
+
+
+def test_operator_level_override_wins_over_registrations():
+    task = make_task(ProcessingTimers())
+    task.operator.set_timer_termination_action(A.TRIGGER)
+    seen = []
+    task.operator.processing_time_service.register_timer(50, seen.append)  # CANCEL, overridden
+    run(task, [Watermark(MAX), EndOfData()])
+    assert seen == [50]
+
+
+# -- Flink's StreamOperatorWrapperTest#testFinish, ported ------------------------------------------
+class WrapperTestOperator(KeyedProcessFunction):
+    """Flink's TestOneInputStreamOperator: a never-due timer at open, a due timer in endInput, a
+    timer and a mail in finish."""
+
+    def __init__(self, name="Operator1"):
+        self.name = name
+
+    def open(self, ctx):
+        self.timers = ctx.get_processing_time_service()
+        self.mailbox = ctx.get_mailbox_executor()
+        self.timers.register_timer(MAX, lambda t: self.out.collect(f"[{self.name}]: Timer not triggered"))
+
+    def process_element(self, value, ctx, out):
+        pass
+
+    def end_input(self, out):
+        self.out = out
+        out.collect(f"[{self.name}]: End of input")
+        self.timers.register_timer(0, lambda t: out.collect(
+            f"[{self.name}]: Timer that was in mailbox before closing operator"))
+
+    def finish(self, out):
+        self.timers.register_timer(0, lambda t: out.collect(
+            f"[{self.name}]: Timer to put in mailbox when finishing operator"))
+        self.mailbox.execute(lambda: out.collect(f"[{self.name}]: Mail to put in mailbox when finishing operator"),
+                             "finish mail")
+        out.collect(f"[{self.name}]: Bye")
+
+
+def test_stream_operator_wrapper_finish_order():
+    """The order of Flink's testFinish for a non-head operator: end of input, the timer already in
+    the mailbox, finish, then its mail; the timer registered in finish() and the one at
+    Long.MAX_VALUE never fire (our task runs one operator, whose end_input the task calls, so
+    the head's case, where the task calls it before the wrapper, gives the same order)."""
+    task = make_task(WrapperTestOperator(), start=10)
+    out = run(task, [Watermark(MAX), EndOfData()])
+    assert out == ["watermark", "[Operator1]: End of input",
+                   "[Operator1]: Timer that was in mailbox before closing operator",
+                   "[Operator1]: Bye", "[Operator1]: Mail to put in mailbox when finishing operator", "end_of_data"]
+    assert task.operator.processing_time_service.dropped_after_flush == 1
+    assert task.flush.start == 2 and task.flush.end == 3  # the due timer fired inside the flush
+
+
+# -- the termination family: examples replay, and each bites a bug-zoo variant ---------------------
+import pathlib  # noqa: E402
+
+from properties import registry  # noqa: E402
+from properties.bugzoo import get_variant  # noqa: E402
+from properties.scenario import load_scenario_file  # noqa: E402
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "termination"
+
+
+@pytest.mark.parametrize("name", ["cancel", "trigger", "wait", "no-drain", "override-with-failure"])
+def test_termination_examples_hold_on_every_property(name):
+    scenario = load_scenario_file(EXAMPLES / f"{name}.json")
+    assert scenario.family == "termination" and scenario.description
+    for prop in registry.for_family("termination"):
+        verdict = prop.check(scenario)
+        assert verdict.holds, (prop.name, verdict.invariant, verdict.message)
+
+
+@pytest.mark.parametrize("name, bug", [
+    ("trigger", "flush-handles-head-only"), ("trigger", "trigger-reads-real-clock"), ("trigger", "flush-without-horizon"),
+    ("wait", "wait-fires-early"), ("cancel", "flush-after-finish"), ("override-with-failure", "override-ignored"),
+])
+def test_termination_examples_catch_their_bug(name, bug):
+    scenario = load_scenario_file(EXAMPLES / f"{name}.json")
+    variant = get_variant(bug)
+    props = registry.for_family("termination")
+    with variant.patch():
+        assert any(not p.check(scenario).holds for p in props)
+    assert all(p.check(scenario).holds for p in props)

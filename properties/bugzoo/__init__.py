@@ -16,7 +16,7 @@ from properties import registry
 from properties.explore import Exploration, explore
 
 VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox", "properties.bugzoo.job", "properties.bugzoo.snapshots",
-                   "properties.bugzoo.valve")
+                   "properties.bugzoo.valve", "properties.bugzoo.termination")
 
 
 @dataclass(frozen=True)
