@@ -158,8 +158,7 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
                     return "max-only-in-the-flush", f"{where} read MAX outside the end-of-input flush"
                 continue
             if ts <= flush.clock:
-                note("flush: a timer already due fired as usual")
-                continue
+                continue  # already due: fired as usual
             act = effective(scenario, action)
             if act == "CANCEL":
                 return "no-cancel-after-end-of-input", f"{where} is CANCEL and fired in the end-of-input flush"
@@ -170,7 +169,6 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
                 return "trigger-reads-max", f"{where} is TRIGGER and read {now} in the flush, not MAX"
             if act == "WAIT" and now == MAX_WATERMARK:
                 return "wait-reads-its-time", f"{where} is WAIT and read MAX in the flush"
-            note(f"flush fired a {act} timer")
     return None
 
 
@@ -221,6 +219,13 @@ def _reach(scenario: Scenario, result: SimulationResult) -> None:
     committed = _firings(result.committed)
     if any(r[4] == MAX_WATERMARK for r in committed):
         note("committed a TRIGGER firing of the flush")
+    logs = {(attempt, subtask): log for attempt, subtask, log in result.output_logs}
+    for attempt, subtask, flush in result.flushes:
+        for entry in logs[(attempt, subtask)][flush.start:flush.end]:
+            if entry[0] == "record" and isinstance(entry[1], tuple) and entry[1][:1] == ("p",):
+                _, _, ts, action, _ = entry[1]
+                note("flush: a timer already due fired as usual" if ts <= flush.clock
+                     else f"flush fired a {effective(scenario, action)} timer")
 
 
 def check_termination(scenario: Scenario, prop: str) -> Verdict:

@@ -573,3 +573,20 @@ def test_termination_examples_catch_their_bug(name, bug):
     with variant.patch():
         assert any(not p.check(scenario).holds for p in props)
     assert all(p.check(scenario).holds for p in props)
+
+
+from hypothesis import settings as current_settings  # noqa: E402
+
+from properties.explore import explore  # noqa: E402
+
+
+@pytest.mark.parametrize("name", [p.name for p in registry.for_family("termination")])
+def test_termination_property_holds_and_reaches_its_cases(name):
+    """Each property holds on the profile's budget, and the cases it is about happen: flushes
+    firing TRIGGER and WAIT timers, stops without drain, overrides, faults, interrupted firings."""
+    prop = registry.get(name)
+    result = explore(prop, examples=current_settings().max_examples, seed=0)
+    assert result.holds, f"{result.invariant}: {result.message}"
+    print(f"\n{name} reachability over {result.examples} examples:", dict(sorted(result.reach.items())))
+    for label in prop.reachability:
+        assert result.reach.get(label, 0) > 0, f"never reached: {label}"
