@@ -359,11 +359,12 @@ class KeyedProcessOperator:
         self.function.on_timer(timer.timestamp, self.context, self.output)
 
     # -- checkpoints ------------------------------------------------------------------------
-    def snapshot_state(self) -> OperatorSnapshot:
+    def snapshot_state(self, format_version: int = 2) -> OperatorSnapshot:
         """The synchronous part starts a copy-on-write timer snapshot (O(1) in the number of
         timers, FLINK-9182); its asynchronous part is run to completion here, since nothing can
-        change the timers before the simulated task's next step."""
-        timer_snapshot = start_snapshot(self.time_service_manager)
+        change the timers before the simulated task's next step. Format 1 writes no termination
+        actions (restored as CANCEL)."""
+        timer_snapshot = start_snapshot(self.time_service_manager, format_version)
         keyed_state = self.state_backend.snapshot()
         return OperatorSnapshot(keyed_state, timer_snapshot.finish())
 

@@ -131,6 +131,7 @@ class TaskConfig:
     unaligned_checkpoints: bool = False
     drain: bool = True
     firing_budget: int = 1_000_000
+    snapshot_format: int = 2  # timer snapshots; 1 = without termination actions (an older writer)
 
     @classmethod
     def from_configuration(cls, conf: dict[str, Any], drain: bool = True) -> "TaskConfig":
@@ -378,7 +379,8 @@ class OperatorTask:
         self.acknowledge(checkpoint_id, snapshot)
 
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
-        return TaskSnapshot(self.subtask_index, self.key_group_range, self.operator.snapshot_state(),
+        return TaskSnapshot(self.subtask_index, self.key_group_range,
+                            self.operator.snapshot_state(self.config.snapshot_format),
                             self.sink.snapshot_state(checkpoint_id))
 
     def trigger_checkpoint_after_input_ended(self, checkpoint_id: int) -> None:

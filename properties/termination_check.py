@@ -4,11 +4,13 @@ action follows from the input, whatever the interleaving.
 
   * ``termination.fires-once``: no processing-time timer's output is committed twice; with drain
     every *certain* TRIGGER / WAIT timer (below) is committed exactly once; without drain each is
-    committed or kept, with its action, in the stop savepoint;
+    committed or kept, with its action, in the stop savepoint (with format-1 checkpoints, once the
+    job restored from one, each fires at most once: restored timers became CANCEL);
   * ``termination.actions-obeyed``: in every end-of-input flush, a timer that was not due when
     the flush began fires only if its effective action is TRIGGER (reading MAX) or WAIT (reading
-    at least its time) and its time is at most the horizon; no firing reads a time before its
-    timer's; outside a flush nothing reads MAX; without drain there is no flush;
+    at least its time) and its time is at most the horizon; with format-1 checkpoints and no
+    override, only if this attempt registered it (a restored one is CANCEL); no firing reads a
+    time before its timer's; outside a flush nothing reads MAX; without drain there is no flush;
   * ``termination.finish-is-last``: the job finishes (the flush terminates); in every task
     attempt that ended, MAX_WATERMARK and every event-time timer's output (the interrupted
     firing's continuation) come before the flush, the flush before ``finish()``, and only
@@ -47,7 +49,7 @@ FIRING_BUDGET = 10_000  # per call (an advance, a flush): a runaway flush fails 
 def _spec(scenario: Scenario) -> JobSpec:
     p = termination_params(scenario)
     config = TaskConfig(interruptible_timers=p["interruptible_timers"], unaligned_checkpoints=p["unaligned"],
-                        drain=p["drain"], firing_budget=FIRING_BUDGET)
+                        drain=p["drain"], firing_budget=FIRING_BUDGET, snapshot_format=p["snapshot_format"])
     return JobSpec(sources_of(scenario), partial(TerminationTimers, p["override"], p["yielding"]),
                    parallelism=p["parallelism"], max_parallelism=p["max_parallelism"],
                    checkpoint_interval=p["checkpoint_interval"], config=config,
@@ -120,6 +122,8 @@ def _fires_once(scenario: Scenario, result: SimulationResult):
     for (key, ts), (parent, action) in children.items():  # registered once its parent fired
         if committed[parent]:
             expected[(key, ts)] = action
+    if _format_1_restore(scenario, result):
+        return None  # restored timers became CANCEL: at most once (checked above), see actions-obeyed
     if drain:
         lost = sorted((t for t in expected if not committed[t]), key=repr)
         if lost:
@@ -128,18 +132,27 @@ def _fires_once(scenario: Scenario, result: SimulationResult):
                 ", ".join(f"key {k!r} at {ts} ({expected[(k, ts)]})" for k, ts in lost[:3]))
         return None
     kept = {(k, ts): a for k, ts, a in result.final_processing_timers}
+    in_format = termination_params(scenario)["snapshot_format"]
     for timer, action in sorted(expected.items(), key=repr):
         if committed[timer]:
             continue
         if timer not in kept:
             return "kept-in-the-stop-savepoint", f"{action} timer {timer} neither fired nor in the stop savepoint"
-        if kept[timer] != int(TimerTerminationAction[action]):
+        if in_format == 2 and kept[timer] != int(TimerTerminationAction[action]):
             return "kept-in-the-stop-savepoint", f"timer {timer} is in the stop savepoint with action {kept[timer]}, not {action}"
     return None
 
 
+def _format_1_restore(scenario: Scenario, result: SimulationResult) -> bool:
+    """Whether the job restored timers from a format-1 checkpoint (their actions became CANCEL)."""
+    return termination_params(scenario)["snapshot_format"] == 1 and any(
+        e[0] == "failover" and e[3] is not None for e in result.events)
+
+
 def _actions_obeyed(scenario: Scenario, result: SimulationResult):
-    drain = termination_params(scenario)["drain"]
+    params = termination_params(scenario)
+    drain = params["drain"]
+    restored_as_cancel = params["snapshot_format"] == 1 and params["override"] is None
     flushes = {(attempt, subtask): f for attempt, subtask, f in result.flushes}
     if flushes and not drain:
         return "no-flush-without-drain", f"stop without drain flushed timers in {sorted(flushes)[:3]}"
@@ -160,6 +173,9 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
             if ts <= flush.clock:
                 continue  # already due: fired as usual
             act = effective(scenario, action)
+            if restored_as_cancel and not any(e[0] == "record" and e[1] == ("r", key, ts) for e in log[:position]):
+                return ("format-1-restores-cancel", f"{where} fired by its action in the flush, but this attempt "
+                        f"only restored it from a format-1 checkpoint (no action: CANCEL)")
             if act == "CANCEL":
                 return "no-cancel-after-end-of-input", f"{where} is CANCEL and fired in the end-of-input flush"
             horizon = flush.horizons.get("user-timers")
@@ -210,6 +226,8 @@ def _reach(scenario: Scenario, result: SimulationResult) -> None:
     note("end with drain" if params["drain"] else "stop without drain")
     if params["override"]:
         note("operator override set")
+    if _format_1_restore(scenario, result):
+        note("restored from a format-1 checkpoint")
     if result.faults_applied:
         note("failure before the end")
     if result.interrupted_firings_seen and params["drain"]:

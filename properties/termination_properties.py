@@ -54,6 +54,7 @@ def termination_scenarios(draw) -> Scenario:
         "drain": draw(st.sampled_from([True, True, True, False])),
         "override": draw(st.sampled_from([None, None, None, *ACTIONS])),
         "yielding": draw(st.booleans()),
+        "snapshot_format": draw(st.sampled_from([2, 1])),
     }
     return Scenario(family="termination", steps=tuple(steps), params=params)
 
@@ -72,7 +73,7 @@ SUMMARIES = {
 }
 REACHABILITY = ("end with drain", "stop without drain", "flush fired a TRIGGER timer", "flush fired a WAIT timer",
                 "timer firing interrupted", "failure before the end",
-                "operator override set")
+                "operator override set", "restored from a format-1 checkpoint")
 
 for _name in CHECKS:
     register(Property(

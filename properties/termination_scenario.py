@@ -3,13 +3,16 @@ processing-time timers with termination actions, ending with or without drain.
 
 Each ``timer`` step is a record of a source: the operator (:class:`TerminationTimers`) registers a
 processing-time timer at ``pts`` for ``key`` with ``action`` (absent: CANCEL) and an event-time
-timer at ``pts`` (fired by MAX_WATERMARK at end of input, interruptibly). When the processing-time
+timer at ``pts`` (fired by MAX_WATERMARK at end of input, interruptibly), and emits ``("r", key,
+pts)`` (every registration is in the output, so a check can tell which attempt registered a
+timer). When the processing-time
 timer fires its callback emits ``("p", key, ts, action, processing time read)``, registers one
 more timer ``then`` later with the same action (negative: one earlier timer; positive: a chain
 that goes on until the job ends or the flush's horizon stops it) and deletes the key's timer
 ``deletes`` later. ``fail``, ``fail_in_interrupted_firing`` and ``rescale`` are the job family's
 faults. ``params`` (see :data:`DEFAULT_PARAMS`): the job's settings, ``drain``, the operator's
-``override`` and whether event-time callbacks yield to the mailbox.
+``override``, whether event-time callbacks yield to the mailbox, and the checkpoints' timer
+snapshot format (1: without termination actions, as written by a runtime that predates them).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     **{k: v for k, v in JOB_PARAMS.items() if k != "operator"},
     "override": None,   # the operator's FLIP-269 override: null or an action name
     "yielding": True,   # event-time callbacks yield to the mailbox (interrupted firings at end of input)
+    "snapshot_format": 2,  # 1: checkpoints written without termination actions (restored as CANCEL)
 }
 TIMESTAMP = IntKind(0, 10**12)
 
@@ -63,6 +67,8 @@ def termination_params(scenario: Scenario) -> dict:
             raise _TOP.expected("params", f"{name}: true or false", params[name], "semantic")
     if not isinstance(params["async_mail_rate"], (int, float)) or not 0 <= params["async_mail_rate"] <= 1:
         raise _TOP.expected("params", "async_mail_rate in [0, 1]", params["async_mail_rate"], "semantic")
+    if params["snapshot_format"] not in (1, 2) or isinstance(params["snapshot_format"], bool):
+        raise _TOP.expected("params", "snapshot_format: 1 or 2", params["snapshot_format"], "semantic")
     if params["override"] is not None and params["override"] not in ACTIONS:
         raise _TOP.expected("params", "override: null or one of " + ", ".join(ACTIONS), params["override"], "semantic")
     return params
@@ -115,6 +121,7 @@ class TerminationTimers(KeyedProcessFunction):
         pts, action, then, deletes = value
         self.plans.put(pts, (action, then, deletes))
         ctx.timer_service().register_processing_time_timer(pts, action_of(action))
+        out.collect(("r", ctx.get_current_key(), pts))
         ctx.timer_service().register_event_time_timer(ctx.timestamp())
 
     def on_timer(self, timestamp, ctx, out) -> None:
@@ -132,6 +139,7 @@ class TerminationTimers(KeyedProcessFunction):
             child = timestamp + then
             self.plans.put(child, (action, then if then > 0 else None, None))
             timers.register_processing_time_timer(child, action_of(action))
+            out.collect(("r", key, child))
         if deletes:
             timers.delete_processing_time_timer(timestamp + deletes)
 

@@ -96,3 +96,15 @@ def override_ignored():
 
     with patched(InternalTimerService, termination_action_of=action_of):
         yield
+
+
+@variant("format-1-restore-keeps-trigger", "FLIP-269", "termination.actions-obeyed",
+         "A timer restored from a format-1 snapshot (which has no actions) is given TRIGGER instead of "
+         "CANCEL: timers the old runtime would have dropped fire at end of input.")
+@contextmanager
+def format_1_restore_keeps_trigger():
+    from impl import snapshot_format
+    from impl.termination import TimerTerminationAction
+
+    with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):  # BUG
+        yield
