@@ -104,17 +104,22 @@ def job_params(scenario: Scenario) -> dict:
     from properties.job_functions import FUNCTIONS
     if params["operator"] not in FUNCTIONS:
         raise _TOP.expected("params", f"operator one of {', '.join(FUNCTIONS)}", params["operator"], "semantic")
+    check_job_settings(params)
+    return params
+
+
+def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_timers", "unaligned", "drain")) -> None:
+    """The settings every job-shaped family shares: sizes, ``flags`` (booleans), the mail rate."""
     for name in ("sources", "parallelism", "max_parallelism", "checkpoint_interval", "channel_capacity"):
         if not isinstance(params[name], int) or isinstance(params[name], bool) or params[name] < 1:
             raise _TOP.expected("params", f"{name}: a positive integer", params[name], "semantic")
     if params["parallelism"] > params["max_parallelism"]:
         raise _TOP.expected("params", "parallelism <= max_parallelism", params["parallelism"], "semantic")
-    for name in ("interruptible_timers", "unaligned", "drain"):
+    for name in flags:
         if not isinstance(params[name], bool):
             raise _TOP.expected("params", f"{name}: true or false", params[name], "semantic")
     if not isinstance(params["async_mail_rate"], (int, float)) or not 0 <= params["async_mail_rate"] <= 1:
         raise _TOP.expected("params", "async_mail_rate in [0, 1]", params["async_mail_rate"], "semantic")
-    return params
 
 
 def sources_of(scenario: Scenario) -> list[list]:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from impl.operators import KeyedProcessFunction, MapStateDescriptor, StreamRecord
 from impl.termination import TimerTerminationAction
 from properties.job_scenario import DEFAULT_PARAMS as JOB_PARAMS
-from properties.job_scenario import SOURCE, Fail, FailInInterruptedFiring, Rescale, faults_of
+from properties.job_scenario import SOURCE, Fail, FailInInterruptedFiring, Rescale, check_job_settings, faults_of
 from properties.scenario import (
     KEY, EnumKind, IntKind, Scenario, Step, _TOP, arg, register_family, step, step_error,
 )
@@ -57,16 +57,7 @@ def termination_params(scenario: Scenario) -> dict:
     unknown = set(scenario.params) - set(DEFAULT_PARAMS)
     if unknown:
         raise _TOP.expected("params", f"only {', '.join(DEFAULT_PARAMS)}", sorted(unknown)[0], "semantic")
-    for name in ("sources", "parallelism", "max_parallelism", "checkpoint_interval", "channel_capacity"):
-        if not isinstance(params[name], int) or isinstance(params[name], bool) or params[name] < 1:
-            raise _TOP.expected("params", f"{name}: a positive integer", params[name], "semantic")
-    if params["parallelism"] > params["max_parallelism"]:
-        raise _TOP.expected("params", "parallelism <= max_parallelism", params["parallelism"], "semantic")
-    for name in ("interruptible_timers", "unaligned", "drain", "yielding"):
-        if not isinstance(params[name], bool):
-            raise _TOP.expected("params", f"{name}: true or false", params[name], "semantic")
-    if not isinstance(params["async_mail_rate"], (int, float)) or not 0 <= params["async_mail_rate"] <= 1:
-        raise _TOP.expected("params", "async_mail_rate in [0, 1]", params["async_mail_rate"], "semantic")
+    check_job_settings(params, ("interruptible_timers", "unaligned", "drain", "yielding"))
     if params["snapshot_format"] not in (1, 2) or isinstance(params["snapshot_format"], bool):
         raise _TOP.expected("params", "snapshot_format: 1 or 2", params["snapshot_format"], "semantic")
     if params["override"] is not None and params["override"] not in ACTIONS:

@@ -590,3 +590,24 @@ def test_termination_property_holds_and_reaches_its_cases(name):
     print(f"\n{name} reachability over {result.examples} examples:", dict(sorted(result.reach.items())))
     for label in prop.reachability:
         assert result.reach.get(label, 0) > 0, f"never reached: {label}"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["steps"].append(dict(d["steps"][0])), "step 3 (timer): field 'pts': expected a timer not registered before"),
+    (lambda d: d["steps"][0].update(then=0), "step 0 (timer): field 'then'"),
+    (lambda d: d["steps"][0].update(action="LATER"), "step 0 (timer): field 'action': expected one of CANCEL, TRIGGER, WAIT"),
+    (lambda d: d["steps"][0].update(source=5), "step 0 (timer): field 'source'"),
+    (lambda d: d["params"].update(override="NEVER"), "override: null or one of CANCEL, TRIGGER, WAIT"),
+    (lambda d: d["params"].update(snapshot_format=3), "snapshot_format: 1 or 2"),
+    (lambda d: d["params"].update(operator="window_sum"), "params"),
+])
+def test_bad_termination_scenarios_are_one_line_errors(change, message):
+    import json
+
+    from properties.scenario import ScenarioError, load_scenario
+
+    doc = json.loads((EXAMPLES / "wait.json").read_text())
+    change(doc)
+    with pytest.raises(ScenarioError) as error:
+        load_scenario(json.dumps(doc))
+    assert message in str(error.value) and "\n" not in str(error.value)
