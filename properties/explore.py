@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
 from hypothesis.stateful import get_state_machine_test
 
 from properties import scenario as sc
+from properties.determinism import pinned_constants
 from properties.reach import counting
 from properties.registry import Property
 from properties.verdict import Violation
@@ -57,7 +58,7 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     started = time.perf_counter()
-    with counting() as reach:
+    with counting() as reach, pinned_constants():
         try:
             test()
         except Exception as e:  # a violation or a crash of the implementation
