@@ -11,7 +11,8 @@ action follows from the input, whatever the interleaving.
     at least its time) and its time is at most the horizon; with format-1 checkpoints and no
     override, only if this attempt registered it (a restored one is CANCEL); no firing reads a
     time before its timer's; outside a flush nothing reads MAX; without drain there is no flush;
-  * ``termination.finish-is-last``: the job finishes (the flush terminates); in every task
+  * ``termination.finish-is-last``: the job finishes (the flush terminates); with drain every
+    event-time timer (one per record) is committed exactly once; in every task
     attempt that ended, MAX_WATERMARK and every event-time timer's output (the interrupted
     firing's continuation) come before the flush, the flush before ``finish()``, and only
     EndOfData after ``finish()``.
@@ -189,6 +190,13 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
 
 
 def _finish_is_last(scenario: Scenario, result: SimulationResult):
+    if termination_params(scenario)["drain"]:  # MAX_WATERMARK fired each event-time timer once
+        fired = Counter((r[1], r[2]) for r in result.committed if isinstance(r, tuple) and r[:1] == ("e",))
+        wanted = Counter((s.key, s.pts) for s in scenario.steps if isinstance(s, ProcessingTimer))
+        if fired != wanted:
+            wrong = sorted(set(fired.elements()) ^ set(wanted.elements()), key=repr)[:3] or sorted(
+                (t for t in wanted if fired[t] != wanted[t]), key=repr)[:3]
+            return "event-timers-fire-once", f"event-time timers not committed exactly once: {wrong}"
     flushes = {(attempt, subtask): f for attempt, subtask, f in result.flushes}
     for attempt, subtask, log in result.output_logs:
         kinds = [e[0] for e in log]

@@ -611,3 +611,12 @@ def test_bad_termination_scenarios_are_one_line_errors(change, message):
     with pytest.raises(ScenarioError) as error:
         load_scenario(json.dumps(doc))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_end_of_input_that_drops_the_continuation_is_caught():
+    """FLINK-39481 (the job zoo's variant) seen from the termination family: a continuation pending
+    at end of input must complete before the flush and EndOfData."""
+    with get_variant("finish-drops-deferrable-mail").patch():
+        result = explore(registry.get("termination.finish-is-last"), examples=300, seed=0, shrink=False)
+    assert not result.holds, "survived"
+    assert result.invariant in ("event-timers-fire-once", "event-timers-before-flush"), result.message
