@@ -389,3 +389,5 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
 from streamproof.campaign_cli import campaign, report  # noqa: E402  (Spark campaigns; imports no pyspark)
 cli.add_command(campaign); cli.add_command(report)  # noqa: E702
+from streamproof.prove_cli import prove  # noqa: E402  (z3 models; z3 imported inside)
+cli.add_command(prove)
