@@ -391,3 +391,5 @@ from streamproof.campaign_cli import campaign, report  # noqa: E402  (Spark camp
 cli.add_command(campaign); cli.add_command(report)  # noqa: E702
 from streamproof.prove_cli import prove  # noqa: E402  (z3 models; z3 imported inside)
 cli.add_command(prove)
+from streamproof.certify_cli import certify  # noqa: E402
+cli.add_command(certify)

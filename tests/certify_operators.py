@@ -1,0 +1,52 @@
+"""Operators for tests/test_certify.py: a correct one and classic mistakes."""
+
+from impl.operators import KeyedProcessFunction, MapStateDescriptor
+
+
+class GoodSum(KeyedProcessFunction):
+    """Per key, the sum of values in 10-wide event-time windows, in keyed state."""
+    interruptible_timers = True
+
+    def open(self, ctx):
+        self.sums = ctx.get_map_state(MapStateDescriptor("sums"))
+
+    def process_element(self, value, ctx, out):
+        end = (ctx.timestamp() // 10 + 1) * 10 - 1
+        self.sums.put(end, self.sums.get(end, 0) + value)
+        ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx, out):
+        out.collect((ctx.get_current_key(), timestamp, self.sums.get(timestamp, 0)))
+        self.sums.remove(timestamp)
+
+
+class InstanceCounter(GoodSum):
+    """Bug: counts records in a Python attribute (not checkpointed): a failover replays records
+    into a counter that kept the lost attempt's counts... or resets it."""
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.seen = 0
+
+    def on_timer(self, timestamp, ctx, out):
+        self.seen += 1
+        out.collect((ctx.get_current_key(), timestamp, self.sums.get(timestamp, 0), self.seen))
+        self.sums.remove(timestamp)
+
+
+class Raises(GoodSum):
+    """Bug: fails on its second window of a key."""
+
+    def on_timer(self, timestamp, ctx, out):
+        if timestamp >= 19:
+            raise RuntimeError("boom in on_timer")
+        super().on_timer(timestamp, ctx, out)
+
+
+class NeedsArguments(GoodSum):
+    def __init__(self, size):
+        self.size = size
+
+
+class NotAnOperator:
+    pass

@@ -1,0 +1,54 @@
+"""``streamproof certify``: a correct operator is certified, classic mistakes are not (with a
+counterexample that replays), bad input is one line and exit 2."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from properties import certify as cert
+from streamproof.cli import cli
+
+OPS = "tests.certify_operators"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["certify", *args])
+
+
+def test_a_correct_operator_is_certified(tmp_path):
+    result = run(f"{OPS}:GoodSum", "--examples", "60", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "certificate.json").read_text())
+    assert doc["certified"] and [r["property"] for r in doc["results"]] == list(cert.CHECKS)
+    assert all(r["verdict"] == "held" and r["examples"] == 60 for r in doc["results"])
+    assert "**certified**" in (tmp_path / "certificate.md").read_text()
+
+
+def test_state_outside_keyed_state_is_not_certified_and_its_counterexample_replays(tmp_path):
+    result = run(f"{OPS}:InstanceCounter", "--examples", "200", "--out", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    doc = json.loads((tmp_path / "certificate.json").read_text())
+    failed = [r for r in doc["results"] if r["verdict"] == "failed"]
+    assert [r["property"] for r in failed] == ["certify.same-output"]
+    path = failed[0]["scenario_file"]
+    assert run(f"{OPS}:InstanceCounter", "--replay", path).exit_code == 1
+    assert run(f"{OPS}:GoodSum", "--replay", path).exit_code == 0  # the same scenario, a correct operator
+
+
+def test_an_operator_that_raises_is_not_certified(tmp_path):
+    c = cert.certify(f"{OPS}:Raises", 30, 0, tmp_path)
+    assert not c.holds and c.results[0]["invariant"] in ("ideal-run-finishes", "job-finishes")
+    assert "boom in on_timer" in c.results[0]["message"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no_such_module:X", "cannot import no_such_module"),
+    (f"{OPS}:NotAnOperator", "is not a KeyedProcessFunction subclass"),
+    (f"{OPS}:Missing", "is not a KeyedProcessFunction subclass"),
+    (f"{OPS}:NeedsArguments", "cannot be built without arguments"),
+    ("nocolon", "expected module:Class"),
+])
+def test_bad_operators_are_one_line_errors(spec, message):
+    result = CliRunner().invoke(cli, ["certify", spec], catch_exceptions=False)
+    assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
