@@ -5,7 +5,9 @@
 * fixture ``streamproof_replay``: :func:`streamproof.replay.replay`, to check a scenario;
 * fixture ``streamproof_check``: ``streamproof_check(property=None, examples=100, seed=0)``
   explores a property with Hypothesis and returns the
-  :class:`~properties.explore.Exploration` (it asserts nothing: the test decides).
+  :class:`~properties.explore.Exploration` (it asserts nothing: the test decides);
+* fixture ``streamproof_certify``: ``streamproof_certify("module:Class", examples=100, seed=0)``
+  certifies a user's operator and returns the :class:`~properties.certify.Certificate`.
 
 Everything heavy is imported inside the fixtures: loading the plugin costs nothing in a session
 that does not use it.
@@ -59,3 +61,16 @@ def streamproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return explore(registry.get(name), examples, seed=seed)
 
     return check
+
+
+@pytest.fixture
+def streamproof_certify(tmp_path) -> Callable[..., Any]:
+    """``certify("module:Class", examples=100, seed=0) -> Certificate`` (docs/certify.md):
+    counterexamples go to the test's ``tmp_path``; the test asserts ``certificate.holds``."""
+
+    def run(operator: str, examples: int = 100, seed: int = 0) -> Any:
+        from properties.certify import certify
+
+        return certify(operator, examples, seed, tmp_path / "certificate")
+
+    return run

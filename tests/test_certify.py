@@ -52,3 +52,8 @@ def test_an_operator_that_raises_is_not_certified(tmp_path):
 def test_bad_operators_are_one_line_errors(spec, message):
     result = CliRunner().invoke(cli, ["certify", spec], catch_exceptions=False)
     assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_pytest_fixture_certifies(streamproof_certify):
+    certificate = streamproof_certify(f"{OPS}:GoodSum", examples=30)
+    assert certificate.holds and len(certificate.results) == len(cert.CHECKS)
