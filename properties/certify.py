@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -32,24 +34,20 @@ from properties.registry import Property
 from properties.scenario import Scenario, dump_scenario
 from properties.verdict import Verdict
 
-CHECKS = {
-    "certify.same-output": lambda faulty, ideal: _same_output(faulty, ideal),
-    "certify.watermarks": job_check.CHECKS["job.watermarks"],
-    "certify.end-of-input": job_check.CHECKS["job.end-of-input"],
-}
-
-
 class CertifyError(ValueError):
     """The operator cannot be loaded (one line)."""
 
 
 def load_operator(spec: str) -> type:
-    """``module:Class`` (or ``module.Class``) of a KeyedProcessFunction subclass."""
+    """``module:Class`` (or ``module.Class``) of a KeyedProcessFunction subclass, importable from
+    the current directory too."""
     module_name, sep, name = spec.partition(":")
     if not sep:
         module_name, _, name = spec.rpartition(".")
     if not module_name or not name:
         raise CertifyError(f"{spec!r}: expected module:Class")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's modules, as `python -m` finds them
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - any import failure is bad input
@@ -72,6 +70,13 @@ def _same_output(faulty, ideal):
         extra, missing = sorted(got - want, key=repr)[:3], sorted(want - got, key=repr)[:3]
         return "same-output-as-the-ideal-run", f"extra {extra}, missing {missing}"
     return None
+
+
+CHECKS = {
+    "certify.same-output": _same_output,
+    "certify.watermarks": job_check.CHECKS["job.watermarks"],
+    "certify.end-of-input": job_check.CHECKS["job.end-of-input"],
+}
 
 
 def _check(operator_name: str, prop: str, scenario: Scenario) -> Verdict:

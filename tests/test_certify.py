@@ -57,3 +57,19 @@ def test_bad_operators_are_one_line_errors(spec, message):
 def test_the_pytest_fixture_certifies(streamproof_certify):
     certificate = streamproof_certify(f"{OPS}:GoodSum", examples=30)
     assert certificate.holds and len(certificate.results) == len(cert.CHECKS)
+
+
+@pytest.mark.parametrize("bug, prop", [
+    ("watermark-emitted-when-interrupted", "certify.watermarks"),
+    ("interrupt-checked-before-first-timer", "certify.end-of-input"),
+    ("sink-commits-on-snapshot", "certify.same-output"),
+])
+def test_each_certification_property_catches_a_runtime_bug(bug, prop):
+    """A correct operator on a broken runtime is not certified: each property bites."""
+    from properties.bugzoo import get_variant
+    from properties.explore import explore
+
+    props = {p.name: p for p in cert.properties_for(f"{OPS}:GoodSum", cert.load_operator(f"{OPS}:GoodSum"))}
+    with get_variant(bug).patch():
+        result = explore(props[prop], 300, seed=0, shrink=False)
+    assert not result.holds, f"{prop} survived {bug}"

@@ -18,18 +18,9 @@ from impl.timers import (
     InternalTimer, InternalTimersSnapshot, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService,
 )
 
+from tests.recorders import Fired
+
 MP = 128
-
-
-class Fired:
-    def __init__(self):
-        self.timers = []
-
-    def on_event_time(self, timer):
-        self.timers.append(("event", timer))
-
-    def on_processing_time(self, timer):
-        self.timers.append(("processing", timer))
 
 
 def manager(kgr=KeyGroupRange(0, MP - 1), max_parallelism=MP):

@@ -11,18 +11,9 @@ from impl.snapshots import restore_from_snapshots
 from impl.termination import TimerTerminationAction as A
 from impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
 
+from tests.recorders import Fired
+
 MP = 16
-
-
-class Fired:
-    def __init__(self):
-        self.timers = []
-
-    def on_event_time(self, timer):
-        self.timers.append(("event", timer))
-
-    def on_processing_time(self, timer):
-        self.timers.append(("processing", timer))
 
 
 def setup(name="timers"):
