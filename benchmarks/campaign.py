@@ -33,9 +33,9 @@ import time
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spark_harness import campaign as camp  # noqa: E402
-from spark_harness import executor, session, ship  # noqa: E402
-from spark_harness.spec import DETERMINISTIC_COLUMNS  # noqa: E402
+from streamproof.spark_harness import campaign as camp  # noqa: E402
+from streamproof.spark_harness import executor, session, ship  # noqa: E402
+from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS  # noqa: E402
 
 GOAL = 0.9
 
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
             results.append(run_spark(f"Spark local[{args.workers}] (Connect)", f"local[{args.workers}]",
                                      spec("connect"), out, api="connect", cores=args.workers))
         if not args.no_standalone:
-            from spark_harness.cluster import LocalStandalone
+            from streamproof.spark_harness.cluster import LocalStandalone
 
             cluster = LocalStandalone(workers=2, cores=1, work_dir=os.path.join(base, "cluster"))
             started = time.perf_counter()

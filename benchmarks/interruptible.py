@@ -20,14 +20,14 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from impl import operators as operators_module
-from impl.job import JobSpec
-from impl.keygroups import KeyGroupRange
-from impl.operators import KeyedProcessFunction, StreamRecord
-from impl.sim import simulate
-from impl.sink import ExternalSystem
-from impl.task import CheckpointBarrier, OperatorTask, TaskConfig, Watermark
-from impl.timers import ManualProcessingTimeService
+from streamproof.impl import operators as operators_module
+from streamproof.impl.job import JobSpec
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+from streamproof.impl.sim import simulate
+from streamproof.impl.sink import ExternalSystem
+from streamproof.impl.task import CheckpointBarrier, OperatorTask, TaskConfig, Watermark
+from streamproof.impl.timers import ManualProcessingTimeService
 
 
 class CountFirings(KeyedProcessFunction):
@@ -97,7 +97,7 @@ def simulator_throughput(records: int, seed: int = 0) -> dict:
             if i % 50 == 49:
                 elements.append(Watermark(ts - 1))
         sources.append(elements)
-    from properties.job_functions import WindowSum
+    from streamproof.properties.job_functions import WindowSum
     spec = JobSpec(sources, lambda: WindowSum(100), parallelism=2, checkpoint_interval=500,
                    config=TaskConfig(interruptible_timers=True), channel_capacity=16)
     started = time.perf_counter()

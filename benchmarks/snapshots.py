@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from impl.keygroups import KeyGroupRange  # noqa: E402
-from impl.snapshot_format import decode_snapshot  # noqa: E402
-from impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
+from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
+from streamproof.impl.snapshot_format import decode_snapshot  # noqa: E402
+from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
 
 MAX_PARALLELISM = 128
 TARGET_RATIO_AT_1M = 1000

@@ -27,8 +27,8 @@ from typing import Callable
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from impl.keygroups import KeyGroupRange  # noqa: E402
-from impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
+from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
+from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
 
 TARGET_RATIO = 1.5
 NAMESPACE = "w"

@@ -13,14 +13,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from impl.keygroups import (
+from streamproof.impl.keygroups import (
     KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from impl.operators import KeyedProcessFunction, StreamRecord
-from impl.sink import ExternalSystem
-from impl.task import CheckpointBarrier, EndOfData, OperatorTask, TaskConfig, TaskSnapshot, Watermark
-from impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+from streamproof.impl.sink import ExternalSystem
+from streamproof.impl.task import CheckpointBarrier, EndOfData, OperatorTask, TaskConfig, TaskSnapshot, Watermark
+from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
 
 
 @dataclass

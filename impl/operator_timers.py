@@ -15,8 +15,8 @@ import heapq
 import itertools
 from typing import Callable
 
-from impl.termination import TimerTerminationAction
-from impl.timers import MAX_WATERMARK, FlushResult, TimerFiringBudgetExceeded
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import MAX_WATERMARK, FlushResult, TimerFiringBudgetExceeded
 
 
 class OperatorTimer:

@@ -11,10 +11,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
-from impl.keygroups import KeyGroupRange, assign_to_key_group
-from impl.operator_timers import OperatorProcessingTimeService
-from impl.snapshots import restore_from_snapshots, start_snapshot
-from impl.timers import (
+from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
+from streamproof.impl.operator_timers import OperatorProcessingTimeService
+from streamproof.impl.snapshots import restore_from_snapshots, start_snapshot
+from streamproof.impl.timers import (
     InternalTimeServiceManager, InternalTimer, InternalTimerService, KeyContext, MAX_WATERMARK,
 )
 

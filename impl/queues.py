@@ -22,7 +22,7 @@ import heapq
 from itertools import count
 from typing import Callable, Generic, Iterator, KeysView, TypeVar
 
-from impl.keygroups import KeyGroupRange
+from streamproof.impl.keygroups import KeyGroupRange
 
 E = TypeVar("E", bound=tuple)
 

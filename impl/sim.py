@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from impl.job import Job, JobSpec
-from impl.sink import ExternalSystem
-from impl.snapshot_format import decode_snapshot
+from streamproof.impl.job import Job, JobSpec
+from streamproof.impl.sink import ExternalSystem
+from streamproof.impl.snapshot_format import decode_snapshot
 
 
 class SimulationError(RuntimeError):

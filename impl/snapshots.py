@@ -36,13 +36,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from impl.keygroups import KeyGroupRange
-from impl.queues import KeyGroupOutOfRangeError
-from impl.snapshot_format import (
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.queues import KeyGroupOutOfRangeError
+from streamproof.impl.snapshot_format import (
     CURRENT_FORMAT_VERSION, SnapshotFormatError, SnapshotWriter, TimerSnapshotContents, decode_snapshot,
 )
-from impl.termination import TimerTerminationAction
-from impl.timers import InternalTimeServiceManager, InternalTimersSnapshot, InternalTimerService
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import InternalTimeServiceManager, InternalTimersSnapshot, InternalTimerService
 
 BASE_VERSION = -1  # the transition "as it was before the history began", seen by every snapshot
 DEFAULT_VALUE = TimerTerminationAction.CANCEL  # payload of event-time timers and of services without actions

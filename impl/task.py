@@ -15,11 +15,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from impl.keygroups import KeyGroupRange
-from impl.mailbox import MailboxExecutor, MailboxProcessor, MailOptions, TaskMailbox
-from impl.operators import KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, StreamRecord
-from impl.sink import ExternalSystem, TwoPhaseCommitSink
-from impl.timers import MAX_WATERMARK, MIN_WATERMARK, TimerFiringBudgetExceeded
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.mailbox import MailboxExecutor, MailboxProcessor, MailOptions, TaskMailbox
+from streamproof.impl.operators import KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, StreamRecord
+from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
+from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK, TimerFiringBudgetExceeded
 
 INTERRUPTIBLE_TIMERS_KEY = "execution.checkpointing.unaligned.interruptible-timers.enabled"
 

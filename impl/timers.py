@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Callable, Collection, Hashable, NamedTuple, Protocol
 
-from impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
-from impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
-from impl.termination import TimerTerminationAction
+from streamproof.impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
+from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+from streamproof.impl.termination import TimerTerminationAction
 
 MIN_WATERMARK = INT64_MIN
 MAX_WATERMARK = INT64_MAX
@@ -621,7 +621,7 @@ class InternalTimeServiceManager:
         part writes the timers as they are now."""
         start = _SNAPSHOTS.get("start")
         if start is None:  # impl.snapshots builds on this module: bound on first use
-            from impl.snapshots import start_snapshot as start
+            from streamproof.impl.snapshots import start_snapshot as start
             _SNAPSHOTS["start"] = start
         return start(self, format_version)
 

@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from impl.coordinator import (
+from streamproof.impl.coordinator import (
     AcknowledgeCheckpointEvent, CompletableFuture, MainThreadExecutor, OperatorCoordinator, SubtaskAccess,
     TaskNotRunningException, create_holder,
 )

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from model.keygroups import key_group
+from streamproof.model.keygroups import key_group
 
 MIN_TIME, MAX_TIME = -(2**63), 2**63 - 1
 DEFAULT_SERVICE = "timers"

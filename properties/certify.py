@@ -25,14 +25,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from impl.operators import KeyedProcessFunction
-from properties import job_check
-from properties.explore import explore
-from properties.job_functions import FUNCTIONS
-from properties.job_properties import job_scenarios
-from properties.registry import Property
-from properties.scenario import Scenario, dump_scenario
-from properties.verdict import Verdict
+from streamproof.impl.operators import KeyedProcessFunction
+from streamproof.properties import job_check
+from streamproof.properties.explore import explore
+from streamproof.properties.job_functions import FUNCTIONS
+from streamproof.properties.job_properties import job_scenarios
+from streamproof.properties.registry import Property
+from streamproof.properties.scenario import Scenario, dump_scenario
+from streamproof.properties.verdict import Verdict
 
 class CertifyError(ValueError):
     """The operator cannot be loaded (one line)."""
@@ -175,7 +175,7 @@ def replay(spec: str, path) -> list[Verdict]:
     import json
     from pathlib import Path
 
-    from properties.scenario import ScenarioError, load_scenario
+    from streamproof.properties.scenario import ScenarioError, load_scenario
 
     props = properties_for(spec, load_operator(spec))
     try:

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
 from hypothesis.stateful import get_state_machine_test
 
-from properties import scenario as sc
-from properties.determinism import pinned_constants
-from properties.reach import counting
-from properties.registry import Property
-from properties.verdict import Violation
+from streamproof.properties import scenario as sc
+from streamproof.properties.determinism import pinned_constants
+from streamproof.properties.reach import counting
+from streamproof.properties.registry import Property
+from streamproof.properties.verdict import Violation
 
 
 @dataclass

@@ -16,17 +16,17 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from impl.job import JobSpec
-from impl.operators import StreamRecord
-from model import job as job_model
-from impl.sim import SimulationError, SimulationResult, simulate
-from impl.timers import MAX_WATERMARK
-from properties.job_functions import FUNCTIONS
-from properties.job_scenario import faults_of, job_params, sources_of, task_config
-from properties.bugzoo import clears_on_patch
-from properties.reach import note
-from properties.scenario import Scenario, dump_scenario, load_scenario
-from properties.verdict import Verdict
+from streamproof.impl.job import JobSpec
+from streamproof.impl.operators import StreamRecord
+from streamproof.model import job as job_model
+from streamproof.impl.sim import SimulationError, SimulationResult, simulate
+from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.properties.job_functions import FUNCTIONS
+from streamproof.properties.job_scenario import faults_of, job_params, sources_of, task_config
+from streamproof.properties.bugzoo import clears_on_patch
+from streamproof.properties.reach import note
+from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
+from streamproof.properties.verdict import Verdict
 
 
 def _spec(scenario: Scenario, interruptible: bool | None) -> JobSpec:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from impl.operators import KeyedProcessFunction, MapStateDescriptor
+from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
 
 
 class WindowSum(KeyedProcessFunction):

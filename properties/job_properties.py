@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from properties.job_check import CHECKS, check_job
-from properties.job_scenario import Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark
-from properties.registry import Property, register
-from properties.scenario import Scenario
+from streamproof.properties.job_check import CHECKS, check_job
+from streamproof.properties.job_scenario import Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark
+from streamproof.properties.registry import Property, register
+from streamproof.properties.scenario import Scenario
 
 KEYS = ["a", "b", "c", "d", "e", 1, 2]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from impl.operators import StreamRecord
-from impl.sim import Fault
-from impl.task import TaskConfig, Watermark
-from properties.scenario import (
+from streamproof.impl.operators import StreamRecord
+from streamproof.impl.sim import Fault
+from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.properties.scenario import (
     BOOL, INT64, KEY, IntKind, Scenario, Step, _TOP, arg, register_family, step, step_error,
 )
 
@@ -101,7 +101,7 @@ def job_params(scenario: Scenario) -> dict:
     unknown = set(scenario.params) - set(DEFAULT_PARAMS)
     if unknown:
         raise _TOP.expected("params", f"only {', '.join(DEFAULT_PARAMS)}", sorted(unknown)[0], "semantic")
-    from properties.job_functions import FUNCTIONS
+    from streamproof.properties.job_functions import FUNCTIONS
     if params["operator"] not in FUNCTIONS:
         raise _TOP.expected("params", f"operator one of {', '.join(FUNCTIONS)}", params["operator"], "semantic")
     check_job_settings(params)

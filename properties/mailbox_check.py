@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from model import mailbox as spec
-from properties.mailbox_runner import ImplMailboxRun, ModelMailboxRun
-from properties.verdict import Verdict, Violation
+from streamproof.model import mailbox as spec
+from streamproof.properties.mailbox_runner import ImplMailboxRun, ModelMailboxRun
+from streamproof.properties.verdict import Verdict, Violation
 
 
 class DifferentialMailbox:

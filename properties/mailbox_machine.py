@@ -11,10 +11,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from properties import scenario as sc
-from properties.mailbox_check import DifferentialMailbox
-from properties.reach import note
-from properties.verdict import Violation
+from streamproof.properties import scenario as sc
+from streamproof.properties.mailbox_check import DifferentialMailbox
+from streamproof.properties.reach import note
+from streamproof.properties.verdict import Violation
 
 PRIORITIES = st.integers(0, 3)
 TAKE_PRIORITIES = st.integers(-1, 3)  # -1: TaskMailbox.MIN_PRIORITY, sees deferrable mail

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from properties.mailbox_check import check_mailbox
-from properties.registry import Property, register
+from streamproof.properties.mailbox_check import check_mailbox
+from streamproof.properties.registry import Property, register
 
 
 def _machine():
-    from properties.mailbox_machine import MailboxMachine
+    from streamproof.properties.mailbox_machine import MailboxMachine
     return MailboxMachine
 
 

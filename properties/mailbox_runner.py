@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from impl.mailbox import (
+from streamproof.impl.mailbox import (
     InterruptPolicy, Mail, MailboxClosedError, MailboxExecutor, MailboxStateError, MailOptions, TaskMailbox,
 )
-from model import mailbox as spec
+from streamproof.model import mailbox as spec
 
 POLICIES = spec.POLICIES
 

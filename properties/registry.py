@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules that register properties when imported (each family adds its own).
-BUILTIN_MODULES = ("properties.timers_properties", "properties.mailbox_properties", "properties.job_properties",
-                   "properties.snapshot_properties", "properties.valve_properties",
-                   "properties.termination_properties")
+BUILTIN_MODULES = ("streamproof.properties.timers_properties", "streamproof.properties.mailbox_properties", "streamproof.properties.job_properties",
+                   "streamproof.properties.snapshot_properties", "streamproof.properties.valve_properties",
+                   "streamproof.properties.termination_properties")
 
 
 @dataclass(frozen=True)

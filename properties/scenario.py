@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable
 
-from impl.keygroups import (
+from streamproof.impl.keygroups import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
@@ -36,7 +36,7 @@ FORMAT = "streamproof.scenario/1"
 # (family rules such as "new_instance first", and cross-field rules such as end < max_parallelism).
 ERROR_KINDS = ("io", "json", "invalid", "missing", "unknown_field", "unknown_op", "semantic")
 MAX_JSON_DEPTH = 64  # nesting allowed inside params / expected / flink_observed
-FAMILY_MODULES: list[str] = ["properties.job_scenario", "properties.snapshot_steps", "properties.valve_job", "properties.termination_scenario"]  # modules that register more families; imported on demand
+FAMILY_MODULES: list[str] = ["streamproof.properties.job_scenario", "streamproof.properties.snapshot_steps", "streamproof.properties.valve_job", "streamproof.properties.termination_scenario"]  # modules that register more families; imported on demand
 
 _MISSING: Any = object()
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
@@ -1099,6 +1099,6 @@ register_family("valve", VALVE_STEPS, validate_valve)
 if __name__ == "__main__":
     # Run as a script this file is a second module (__main__): the families of FAMILY_MODULES
     # register into properties.scenario, so print that module's schema.
-    from properties.scenario import json_schema as registered_schema
+    from streamproof.properties.scenario import json_schema as registered_schema
 
     print(json.dumps(registered_schema(), indent=2))

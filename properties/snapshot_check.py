@@ -20,17 +20,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from impl.keygroups import (
+from streamproof.impl.keygroups import (
     KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from impl.snapshot_format import SnapshotFormatError, decode_snapshot
-from impl.snapshots import restore_from_snapshots, versions_of
-from impl.termination import TimerTerminationAction
-from impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
-from model import snapshot as spec
-from properties.timers_runner import DEFAULT_SERVICE, _model_key, encode_key
-from properties.verdict import Verdict, Violation
+from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot
+from streamproof.impl.snapshots import restore_from_snapshots, versions_of
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.model import snapshot as spec
+from streamproof.properties.timers_runner import DEFAULT_SERVICE, _model_key, encode_key
+from streamproof.properties.verdict import Verdict, Violation
 
 INVARIANTS = {
     "snapshots.point-in-time": ("point-in-time", "no-leftovers"),

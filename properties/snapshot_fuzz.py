@@ -23,13 +23,13 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from impl.keygroups import Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index
-from impl.snapshot_format import (
+from streamproof.impl.keygroups import Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index
+from streamproof.impl.snapshot_format import (
     MAGIC, SECTION, KeyGroupTimers, SnapshotFormatError, TimerSnapshotContents, decode_snapshot, encode_snapshot,
 )
-from impl.snapshots import restore_from_snapshots
-from impl.termination import TimerTerminationAction
-from impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.snapshots import restore_from_snapshots
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
 
 MUTATIONS = (
     "truncate", "bit_flip", "byte_set", "insert", "delete", "duplicate", "swap", "foreign_magic",

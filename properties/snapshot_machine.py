@@ -14,11 +14,11 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, precondition, rule
 
-from impl.keygroups import Int32
-from properties import scenario as sc
-from properties import snapshot_steps as ss
-from properties.reach import note
-from properties.snapshot_check import ALL_INVARIANTS, INVARIANTS, DifferentialSnapshots
+from streamproof.impl.keygroups import Int32
+from streamproof.properties import scenario as sc
+from streamproof.properties import snapshot_steps as ss
+from streamproof.properties.reach import note
+from streamproof.properties.snapshot_check import ALL_INVARIANTS, INVARIANTS, DifferentialSnapshots
 
 KEYS = st.sampled_from(["a", "b", "c", "key1", "日本", 1, 2, -7, Int32(1), Int32(-7)])
 NAMESPACES = st.sampled_from(["n", "w"])

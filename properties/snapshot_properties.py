@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from properties.registry import Property, register
-from properties.snapshot_check import check_snapshots
+from streamproof.properties.registry import Property, register
+from streamproof.properties.snapshot_check import check_snapshots
 
 SUMMARIES = {
     "snapshots.point-in-time": "Every finished copy-on-write snapshot holds exactly the timers live when it "
@@ -19,14 +19,14 @@ SUMMARIES = {
 
 def _machine(name: str):
     def machine():
-        from properties import snapshot_machine
+        from streamproof.properties import snapshot_machine
         return {"snapshots.point-in-time": snapshot_machine.PointInTimeMachine,
                 "snapshots.restore-equivalence": snapshot_machine.RestoreEquivalenceMachine}[name]
     return machine
 
 
 def _reachability() -> tuple:
-    from properties.snapshot_machine import REACHABILITY
+    from streamproof.properties.snapshot_machine import REACHABILITY
     return REACHABILITY
 
 

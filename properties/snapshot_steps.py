@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from properties.scenario import (
+from streamproof.properties.scenario import (
     INT32_MAX, INT64_MAX, MAX_PARALLELISM, STR, AdvanceProcessingTime, AdvanceWatermark, Count, Delete,
     IntKind, Loc, Register, Scenario, ScenarioError, SetKey, Step, UPPER_BOUND_MAX_PARALLELISM, arg,
     register_family, step, step_error,

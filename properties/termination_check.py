@@ -30,18 +30,18 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache, partial
 
-from impl.job import JobSpec
-from impl.sim import SimulationError, SimulationResult, simulate
-from impl.task import TaskConfig
-from impl.termination import TimerTerminationAction
-from impl.timers import MAX_WATERMARK, TimerFiringBudgetExceeded
-from properties.bugzoo import clears_on_patch
-from properties.reach import note
-from properties.scenario import Scenario, dump_scenario, load_scenario
-from properties.termination_scenario import (
+from streamproof.impl.job import JobSpec
+from streamproof.impl.sim import SimulationError, SimulationResult, simulate
+from streamproof.impl.task import TaskConfig
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import MAX_WATERMARK, TimerFiringBudgetExceeded
+from streamproof.properties.bugzoo import clears_on_patch
+from streamproof.properties.reach import note
+from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
+from streamproof.properties.termination_scenario import (
     ProcessingTimer, TerminationTimers, faults_of, sources_of, termination_params,
 )
-from properties.verdict import Verdict
+from streamproof.properties.verdict import Verdict
 
 
 FIRING_BUDGET = 10_000  # per call (an advance, a flush): a runaway flush fails fast

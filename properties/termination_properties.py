@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from properties.job_scenario import Fail, FailInInterruptedFiring, Rescale
-from properties.registry import Property, register
-from properties.scenario import Scenario
-from properties.termination_check import CHECKS, check_termination
-from properties.termination_scenario import ACTIONS, ProcessingTimer
+from streamproof.properties.job_scenario import Fail, FailInInterruptedFiring, Rescale
+from streamproof.properties.registry import Property, register
+from streamproof.properties.scenario import Scenario
+from streamproof.properties.termination_check import CHECKS, check_termination
+from streamproof.properties.termination_scenario import ACTIONS, ProcessingTimer
 
 KEYS = ["a", "b", "c", "d", 1, 2]
 

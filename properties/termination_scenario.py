@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from impl.operators import KeyedProcessFunction, MapStateDescriptor, StreamRecord
-from impl.termination import TimerTerminationAction
-from properties.job_scenario import DEFAULT_PARAMS as JOB_PARAMS
-from properties.job_scenario import SOURCE, Fail, FailInInterruptedFiring, Rescale, check_job_settings, faults_of
-from properties.scenario import (
+from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor, StreamRecord
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.properties.job_scenario import DEFAULT_PARAMS as JOB_PARAMS
+from streamproof.properties.job_scenario import SOURCE, Fail, FailInInterruptedFiring, Rescale, check_job_settings, faults_of
+from streamproof.properties.scenario import (
     KEY, EnumKind, IntKind, Scenario, Step, _TOP, arg, register_family, step, step_error,
 )
 

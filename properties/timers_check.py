@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from impl.keygroups import assign_to_key_group
-from impl.timers import MAX_WATERMARK
-from model import timers as spec
-from properties.timers_runner import DEFAULT_BUDGET, ImplTimersRun, ModelTimersRun, _model_key
-from properties.verdict import Verdict, Violation
+from streamproof.impl.keygroups import assign_to_key_group
+from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.model import timers as spec
+from streamproof.properties.timers_runner import DEFAULT_BUDGET, ImplTimersRun, ModelTimersRun, _model_key
+from streamproof.properties.verdict import Verdict, Violation
 
 
 class DifferentialTimers:

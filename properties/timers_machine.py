@@ -11,11 +11,11 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from impl.keygroups import Int32, compute_key_group_range_for_operator_index
-from properties import scenario as sc
-from properties.reach import note
-from properties.timers_check import DifferentialTimers
-from properties.verdict import Violation
+from streamproof.impl.keygroups import Int32, compute_key_group_range_for_operator_index
+from streamproof.properties import scenario as sc
+from streamproof.properties.reach import note
+from streamproof.properties.timers_check import DifferentialTimers
+from streamproof.properties.verdict import Violation
 
 BUDGET = 64  # a runaway callback fails fast
 KEYS = st.sampled_from(["a", "b", "c", "key1", "日本", 1, 2, -7, Int32(1), Int32(-7)])

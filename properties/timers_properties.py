@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from properties.registry import Property, register
-from properties.timers_check import check_timers
+from streamproof.properties.registry import Property, register
+from streamproof.properties.timers_check import check_timers
 
 
 def _machine():
-    from properties.timers_machine import TimersMachine
+    from streamproof.properties.timers_machine import TimersMachine
     return TimersMachine
 
 

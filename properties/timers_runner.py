@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from impl.keygroups import Int32, KeyGroupRange
-from impl.queues import KeyGroupOutOfRangeError
-from impl.timers import (
+from streamproof.impl.keygroups import Int32, KeyGroupRange
+from streamproof.impl.queues import KeyGroupOutOfRangeError
+from streamproof.impl.timers import (
     InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimerFiringBudgetExceeded,
 )
-from model import timers as spec
+from streamproof.model import timers as spec
 
 DEFAULT_SERVICE = spec.DEFAULT_SERVICE
 DEFAULT_BUDGET = 10_000

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from model import valve as spec
-from properties import scenario as sc
-from properties.valve_runner import (
+from streamproof.model import valve as spec
+from streamproof.properties import scenario as sc
+from streamproof.properties.valve_runner import (
     DEFAULT_PROTOCOL, ImplValveRun, ModelValveRun, fields_of, protocol_of, same_up_to_interleaving,
 )
-from properties.verdict import Verdict, Violation
+from streamproof.properties.verdict import Verdict, Violation
 
 INVARIANTS = {
     "valve.differential": ("same-observations", "same-holder-state"),

@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
-from impl.coordinator import PROTOCOLS
-from impl.valve_pipeline import PipelineConfig, ValvePipeline
-from properties.reach import note
-from properties.scenario import _TOP, IntKind, Scenario, Step, arg, register_family, step, step_error
-from properties.verdict import Verdict
+from streamproof.impl.coordinator import PROTOCOLS
+from streamproof.impl.valve_pipeline import PipelineConfig, ValvePipeline
+from streamproof.properties.reach import note
+from streamproof.properties.scenario import _TOP, IntKind, Scenario, Step, arg, register_family, step, step_error
+from streamproof.properties.verdict import Verdict
 
 DEFAULT_PARAMS: dict[str, Any] = {"protocol": "flink-2.3", "recipient": "operator", "events": [20],
                                   "parallelism": 1, "seed": 0}

@@ -32,10 +32,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from impl.coordinator import PROTOCOLS
-from properties import scenario as sc
-from properties.reach import note
-from properties.valve_check import ValveCheck
+from streamproof.impl.coordinator import PROTOCOLS
+from streamproof.properties import scenario as sc
+from streamproof.properties.reach import note
+from streamproof.properties.valve_check import ValveCheck
 
 RARELY = st.integers(0, 3)  # faults act when it is 0: about one draw in four, and shrinking keeps them
 

@@ -9,8 +9,8 @@ implementation agree on Flink's flaws too); ``properties.valve_machine.machine_f
 
 from __future__ import annotations
 
-from properties.registry import Property, register
-from properties.valve_check import check_valve
+from streamproof.properties.registry import Property, register
+from streamproof.properties.valve_check import check_valve
 
 SUMMARIES = {
     "valve.differential": "The holder implementation and the protocol model agree step by step, under any of "
@@ -30,14 +30,14 @@ SUMMARIES = {
 
 def _machine(name: str):
     def machine():
-        from properties.valve_machine import machine_for
+        from streamproof.properties.valve_machine import machine_for
         return machine_for(name, None if name == "valve.differential" else "streamproof")
     return machine
 
 
 def _reachability(name: str) -> tuple:
-    from properties.valve_check import DRAINED
-    from properties.valve_machine import REACHABILITY
+    from streamproof.properties.valve_check import DRAINED
+    from streamproof.properties.valve_machine import REACHABILITY
     return tuple(label for label in REACHABILITY if name in DRAINED or label != "drain checkpoint completed")
 
 
@@ -50,12 +50,12 @@ for _name, _summary in SUMMARIES.items():
 
 
 def _job_strategy():
-    from properties.valve_job import valve_job_scenarios
+    from streamproof.properties.valve_job import valve_job_scenarios
     return valve_job_scenarios("streamproof")
 
 
 def _job_check(scenario):
-    from properties.valve_job import check_valve_job
+    from streamproof.properties.valve_job import check_valve_job
     return check_valve_job(scenario, "valve.job-exactly-once")
 
 

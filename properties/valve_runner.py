@@ -13,9 +13,9 @@ import json
 from collections import Counter
 from typing import Any, Iterable
 
-from impl.coordinator import PROTOCOLS, ValveHarness
-from model import valve as spec
-from properties.scenario import _TOP
+from streamproof.impl.coordinator import PROTOCOLS, ValveHarness
+from streamproof.model import valve as spec
+from streamproof.properties.scenario import _TOP
 
 DEFAULT_PROTOCOL = "flink-2.3"
 PARAMS = ("protocol",)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import z3
 
-from properties.z3kit import TransitionSystem
+from streamproof.properties.z3kit import TransitionSystem
 
 SLOTS = 3
 CANCEL, TRIGGER, WAIT = 0, 1, 2
@@ -167,9 +167,9 @@ def replay_on_impl(trace: list) -> tuple[set, set]:
     """Runs a counterexample whose registrations all come before ``start_flush`` on the
     implementation (one ``InternalTimerService``, a clock before every timestamp, so nothing is
     due): returns (the TRIGGER / WAIT timers registered, the timers fired), as ``(slot, ts)``."""
-    from impl.keygroups import KeyGroupRange
-    from impl.termination import TimerTerminationAction
-    from impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+    from streamproof.impl.keygroups import KeyGroupRange
+    from streamproof.impl.termination import TimerTerminationAction
+    from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
 
     class Fired:
         def __init__(self):

@@ -25,8 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from spark_harness import executor, spec as specs
-from spark_harness.spec import CampaignSpec
+from streamproof.spark_harness import executor, spec as specs
+from streamproof.spark_harness.spec import CampaignSpec
 
 CHUNK_SECONDS = 2.0      # a partition's work: ~2 s (each partition costs ~30-150 ms here)
 WAVE_SECONDS = 30.0      # a wave's wall time: what an interruption can cost
@@ -77,7 +77,7 @@ class CampaignResult:
 
 def explorable(names: list[str] | None) -> tuple[list[str], list[str]]:
     """(properties a campaign can explore: a state machine or a scenario strategy, the others)."""
-    from properties import registry
+    from streamproof.properties import registry
 
     props = registry.select(names)
     can = [p for p in props if p.machine is not None or p.strategy is not None]
@@ -87,8 +87,8 @@ def explorable(names: list[str] | None) -> tuple[list[str], list[str]]:
 def calibrate(prop_name: str, examples: int, step_count: int, seed: int, probes: int = 3) -> float:
     """Estimated seconds per seed of ``prop_name`` with this budget, measured here on a few
     seeds with a small budget (per example, times the budget)."""
-    from properties import registry
-    from properties.explore import explore
+    from streamproof.properties import registry
+    from streamproof.properties.explore import explore
 
     prop = registry.get(prop_name)
     explore(prop, 1, seed=seed, step_count=step_count)  # warm up (imports, caches)
@@ -124,7 +124,7 @@ def plan(name: str, properties: list[str], seed_start: int, seed_end: int, examp
 
 def plan_exhaustive(name: str, properties: list[str], family: str, depth: int, bound: dict, timeout: float,
                     version: str, cores: int, chunk_seeds: int | None = None) -> CampaignSpec:
-    from spark_harness import exhaustive
+    from streamproof.spark_harness import exhaustive
 
     scope = exhaustive.build(family, depth, bound)
     spec = CampaignSpec(name=name, properties=list(properties), seed_start=0, seed_end=scope.total, examples=1,
@@ -296,7 +296,7 @@ def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dic
 
 def cancel_all(spark) -> None:
     """Cancels every running job of the session (either API)."""
-    from spark_harness.session import is_connect
+    from streamproof.spark_harness.session import is_connect
 
     try:
         if is_connect(spark):
@@ -328,7 +328,7 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     the cluster never idles between waves; each wave still commits on its own."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from spark_harness import progress as progress_mod
+    from streamproof.spark_harness import progress as progress_mod
 
     if resume and stored is not None:
         done = complete_chunks(spark, out, spec)
@@ -400,7 +400,7 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     per_property, failures, verified, problems = summarize(spark, out, spec)
     run.completed = verified
     if spec.mode == "exhaustive":
-        from spark_harness import exhaustive
+        from streamproof.spark_harness import exhaustive
         run.coverage = exhaustive.coverage(spark, out, spec)
     run.seconds += time.perf_counter() - started
     save_run(spark, out, spec, run)

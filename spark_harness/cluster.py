@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from spark_harness.session import CONF_DIR, JVM_OPTIONS, LOOPBACK, check_java
+from streamproof.spark_harness.session import CONF_DIR, JVM_OPTIONS, LOOPBACK, check_java
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Iterable, Iterator
 
-from spark_harness import spec
+from streamproof.spark_harness import spec
 
 
 class SeedTimeout(BaseException):
@@ -77,7 +77,7 @@ def injected(variant: str | None):
     if variant is None:
         yield
         return
-    from properties.bugzoo import get_variant
+    from streamproof.properties.bugzoo import get_variant
 
     with get_variant(variant).patch():
         yield
@@ -102,7 +102,7 @@ def _caught_by(variant: str | None) -> str | None:
     if variant is None:
         return None
     try:
-        from properties.bugzoo import get_variant
+        from streamproof.properties.bugzoo import get_variant
         return get_variant(variant).caught_by
     except Exception:  # noqa: BLE001
         return None
@@ -129,9 +129,9 @@ def run_seed(config: dict, seed: int) -> dict[str, Any]:
     row = base_row(config, seed)
     started = time.perf_counter()
     try:
-        from properties import registry
-        from properties.explore import explore
-        from properties.scenario import dump_scenario
+        from streamproof.properties import registry
+        from streamproof.properties.explore import explore
+        from streamproof.properties.scenario import dump_scenario
 
         prop = registry.get(config["property"])
         limit = deadline(config.get("timeout"))
@@ -187,7 +187,7 @@ def run_partition(config: dict, batches: Iterable) -> Iterator:
     for batch in batches:
         ids = batch.column(0).to_pylist()
         if config.get("mode") == "exhaustive":
-            from spark_harness import exhaustive
+            from streamproof.spark_harness import exhaustive
             rows = [row for index in ids for row in exhaustive.run_index(config, index)]
         else:
             rows = [run_seed(config, seed) for seed in ids]
@@ -204,7 +204,7 @@ def describe_worker(batches: Iterable) -> Iterator:
     the function runs in the worker's main thread (the per-seed alarm needs it), and the process."""
     import pyarrow as pa
 
-    import properties
+    import streamproof.properties as properties
 
     for batch in batches:
         n = batch.num_rows
@@ -221,7 +221,7 @@ def warm_up(batches: Iterable) -> Iterator:
     """``mapInArrow`` warm-up: imports every registered property's state machine or strategy in the worker
     (so that the first wave measures seeds, not imports); returns what :func:`describe_worker` does."""
     try:
-        from properties import registry
+        from streamproof.properties import registry
 
         for prop in registry.all_properties():
             if prop.machine is not None:

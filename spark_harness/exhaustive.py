@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from spark_harness import spec as specs
+from streamproof.spark_harness import spec as specs
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class SmallScope:
         return doc
 
     def scenario(self, index: int):
-        from properties.scenario import scenario_from_dict
+        from streamproof.properties.scenario import scenario_from_dict
         return scenario_from_dict(self.document(index))
 
     def describe(self) -> dict:
@@ -98,7 +98,7 @@ def _timers_scope(bound: dict, depth: int) -> SmallScope:
 def _timers_fingerprint(steps: list) -> list[str]:
     """The implementation's state after each step: per instance the current key, clock, and per
     service the watermark, the pending timers of both domains and the physical timer."""
-    from properties.timers_runner import ImplTimersRun, RunEnded
+    from streamproof.properties.timers_runner import ImplTimersRun, RunEnded
 
     run, states = ImplTimersRun(), []
     for index, step in enumerate(steps):
@@ -178,7 +178,7 @@ def _valve_prepare(events: int, scenario):
     import dataclasses
     import re
 
-    from properties.valve_check import canonical, unrealistic
+    from streamproof.properties.valve_check import canonical, unrealistic
 
     scenario = canonical(scenario)
     cut = len(scenario.steps)
@@ -223,14 +223,14 @@ def scope_of(config: dict) -> SmallScope:
 def run_index(config: dict, index: int) -> list[dict]:
     """Checks scenario ``index`` of the scope against ``config["property"]``: one result row
     (``seed`` is the index, ``steps`` the alphabet steps executed, ``states`` the fingerprints)."""
-    from spark_harness.executor import SeedTimeout, _one_line, base_row, deadline
+    from streamproof.spark_harness.executor import SeedTimeout, _one_line, base_row, deadline
 
     row = base_row(config, index)
     row.update(examples=1, reproduce="streamproof replay FILE (this row's scenario; the report writes it)")
     started = time.perf_counter()
     try:
-        from properties import registry
-        from properties.scenario import dump_scenario, scenario_from_dict
+        from streamproof.properties import registry
+        from streamproof.properties.scenario import dump_scenario, scenario_from_dict
 
         scope = scope_of(config)
         prop = registry.get(config["property"])
@@ -300,7 +300,7 @@ def coverage(spark, out: str, spec_: specs.CampaignSpec) -> dict[str, Any]:
     fingerprinted states; computed on the read-back."""
     from pyspark.sql import functions as F
 
-    from spark_harness.campaign import read_results
+    from streamproof.spark_harness.campaign import read_results
 
     scope = spec_.scope
     size, depth = scope["alphabet"], scope["depth"]

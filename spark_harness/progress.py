@@ -101,7 +101,7 @@ class _ConnectHandler:
 
 def attach(spark, progress: TaskProgress, interval: float = 0.5):
     """Starts feeding ``progress`` from ``spark``; returns an object with ``close()``."""
-    from spark_harness.session import is_connect
+    from streamproof.spark_harness.session import is_connect
 
     if is_connect(spark):
         return _ConnectHandler(spark, progress)

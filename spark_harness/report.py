@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spark_harness import spec as specs
+from streamproof.spark_harness import spec as specs
 
 REPORT_DIR = "_report"
 
@@ -42,7 +42,7 @@ def read_rows(results: str | os.PathLike, campaign: str | None = None):
     """The result rows as a pandas DataFrame (every column of ``spec.COLUMNS``)."""
     import pyarrow.dataset as ds
 
-    from spark_harness.executor import arrow_schema
+    from streamproof.spark_harness.executor import arrow_schema
 
     root = Path(results)
     if not root.is_dir():
@@ -142,7 +142,7 @@ def write_failures(failures: list[dict], directory: Path) -> None:
             continue
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{f['property']}-{f['seed']}.json"
-        from properties.scenario import dump_scenario, load_scenario
+        from streamproof.properties.scenario import dump_scenario, load_scenario
 
         path.write_text(dump_scenario(load_scenario(f["scenario"]), indent=2), encoding="utf-8")
         f["file"] = str(path)

@@ -1,5 +1,6 @@
-"""Ships the project's code to the executors: one zip of ``model``, ``impl``, ``properties`` and
-``spark_harness``, named by a hash of its content, added with ``spark.addArtifacts(zip,
+"""Ships the project's code to the executors: one zip of the ``streamproof`` package as it is
+installed (``streamproof/`` with ``model``, ``impl``, ``properties`` and ``spark_harness`` mapped
+under it, as the wheel's package-dir mapping does), named by a hash of its content, added with ``spark.addArtifacts(zip,
 pyfile=True)`` (classic, local Connect and ``sc://`` alike). Spark refuses a changed file under a
 name it already has, so a new content gets a new name; the zip is byte-for-byte reproducible
 (fixed timestamps and order), so the same code always gives the same name.
@@ -16,7 +17,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-PACKAGES = ("model", "impl", "properties", "spark_harness")
+# repository folder -> its place in the zip (the installed import path)
+PACKAGES = {"streamproof": "streamproof", "model": "streamproof/model", "impl": "streamproof/impl",
+            "properties": "streamproof/properties", "spark_harness": "streamproof/spark_harness"}
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
@@ -26,13 +29,13 @@ def project_root() -> Path:
 
 def _files(root: Path) -> list[tuple[str, Path]]:
     out = []
-    for package in PACKAGES:
+    for package, target in PACKAGES.items():
         base = root / package
         if not base.is_dir():
             raise FileNotFoundError(f"cannot ship the code: package directory {base} not found")
         for path in base.rglob("*"):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
-                out.append((path.relative_to(root).as_posix(), path))
+                out.append((f"{target}/{path.relative_to(base).as_posix()}", path))
     return sorted(out)
 
 

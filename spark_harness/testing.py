@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spark_harness.session import SparkSetupError, check_java
+from streamproof.spark_harness.session import SparkSetupError, check_java
 
 
 def java_problem() -> str | None:
@@ -124,8 +124,8 @@ def summary(result: subprocess.CompletedProcess) -> dict:
 
 def deterministic_rows(results_dir: str | os.PathLike, campaign: str) -> dict:
     """(property, seed) -> the deterministic columns, read back with pyarrow."""
-    from spark_harness.report import read_rows
-    from spark_harness.spec import DETERMINISTIC_COLUMNS
+    from streamproof.spark_harness.report import read_rows
+    from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS
 
     df = read_rows(results_dir, campaign)
     rows = {}

@@ -99,12 +99,12 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     properties). Results go to DIR as Parquet; failures are deduplicated by signature; a report
     is written to DIR/_report. Exit 0 when every seed held, 1 otherwise, 2 on bad input or when
     Spark cannot start."""
-    from properties import registry
-    from spark_harness import campaign as camp
-    from spark_harness import session as sess
-    from spark_harness import ship
-    from spark_harness.progress import Bar
-    from spark_harness.spec import NAME_PATTERN, default_name
+    from streamproof.properties import registry
+    from streamproof.spark_harness import campaign as camp
+    from streamproof.spark_harness import session as sess
+    from streamproof.spark_harness import ship
+    from streamproof.spark_harness.progress import Bar
+    from streamproof.spark_harness.spec import NAME_PATTERN, default_name
     from streamproof import __version__
     from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _isatty
 
@@ -130,7 +130,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
             raise InputError("no property with a state machine or strategy to explore among: "
                              + ", ".join(p.name for p in registry.select(list(names))))
         if inject is not None:
-            from properties.bugzoo import get_variant
+            from streamproof.properties.bugzoo import get_variant
             try:
                 get_variant(inject)
             except KeyError as e:
@@ -141,7 +141,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     if not NAME_PATTERN.match(name):
         raise InputError(f"bad campaign name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
 
-    from spark_harness.report import is_local_path, local_path
+    from streamproof.spark_harness.report import is_local_path, local_path
     run = camp.new_run(master, "connect" if target.kind == "connect" else api)
     log_dir = Path(local_path(out)) / "_logs" if is_local_path(out) else Path("streamproof-logs")
     log_path = log_dir / f"{name}-{run.run_id}.log"
@@ -197,7 +197,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     report_path = None
     try:
         if not no_report and is_local_path(out) and Path(local_path(out), f"campaign={name}").is_dir():
-            from spark_harness.report import write_report
+            from streamproof.spark_harness.report import write_report
             report_path, reports = write_report(local_path(out))
             files = {(f["property"], f["signature"]): f.get("file") for r in reports if r.name == name
                      for f in r.failures}
@@ -217,8 +217,8 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
 
 
 def _exhaustive_properties(names: list[str]):
-    from properties import registry
-    from spark_harness import exhaustive as ex
+    from streamproof.properties import registry
+    from streamproof.spark_harness import exhaustive as ex
     from streamproof.cli import InputError
 
     if not names:
@@ -250,7 +250,7 @@ def _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, 
 
 
 def _write_failures_locally(result, directory: Path) -> None:
-    from properties.scenario import dump_scenario, load_scenario
+    from streamproof.properties.scenario import dump_scenario, load_scenario
 
     for f in result.failures:
         f["file"] = None
@@ -334,7 +334,7 @@ def report(results: str, name: str | None, out: str | None) -> None:
     """Write a Markdown + HTML report of the campaigns in DIR: counts per property, failures
     deduplicated by signature with their scenario files, time per seed histogram, throughput.
     Exit 0 when every seed held, 1 when some did not, 2 when DIR holds no results."""
-    from spark_harness.report import ReportError, write_report
+    from streamproof.spark_harness.report import ReportError, write_report
     from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError
 
     try:

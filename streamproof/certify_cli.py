@@ -21,8 +21,8 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     """Certify a KeyedProcessFunction (records: key, int value, timestamp) under interruptible timers,
     checkpoints, failures and rescales against its own ideal run. Exit 0 when certified, 1 when not,
     2 on bad input."""
-    from properties import certify as cert
-    from properties.scenario import ScenarioError
+    from streamproof.properties import certify as cert
+    from streamproof.properties.scenario import ScenarioError
     from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _profile_defaults
 
     try:

@@ -22,8 +22,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import click
 
-from properties import registry
-from properties.scenario import ScenarioError, dump_scenario, load_scenario_file
+from streamproof.properties import registry
+from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file
 from streamproof import __version__
 from streamproof.replay import NothingToCheck, ReplayResult, replay
 
@@ -118,7 +118,7 @@ def _profile_defaults() -> tuple[int, int]:
     from hypothesis import settings
     from hypothesis.errors import InvalidArgument
 
-    from properties import profiles
+    from streamproof.properties import profiles
 
     current = getattr(settings, "get_current_profile_name", None)
     previous = current() if current else getattr(settings, "_current_profile", "default")
@@ -185,7 +185,7 @@ def _compact(event: Any) -> str:
 def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool, out: Path) -> None:
     """Explore properties with Hypothesis (all of them by default; a family name selects its
     properties). A failure is shrunk to a minimal scenario written to --out."""
-    from properties.explore import explore
+    from streamproof.properties.explore import explore
 
     props = _select_explorable(list(names))
     default_examples, step_count = _profile_defaults()
@@ -353,7 +353,7 @@ def _print_replay(file: str, result: ReplayResult) -> None:
 def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool) -> None:
     """Hunt the known-bug variants: each is applied as a patch and its property explored; every
     variant must be caught (exit 1 when one survives)."""
-    from properties.bugzoo import all_variants, get_variant, hunt
+    from streamproof.properties.bugzoo import all_variants, get_variant, hunt
 
     try:
         variants = [get_variant(n) for n in dict.fromkeys(names)] if names else all_variants()

@@ -10,7 +10,7 @@ import click
 
 
 def _models() -> dict:
-    from properties.z3_flush import MODELS
+    from streamproof.properties.z3_flush import MODELS
     return MODELS
 
 
@@ -24,7 +24,7 @@ def _models() -> dict:
 def prove(names: tuple[str, ...], k: int, depth: int, variant: str | None, as_json: bool) -> None:
     """Prove the invariants of the z3 models (default: all). Exit 0 when every invariant is proved,
     1 when one has a counterexample or is only known to hold to the depth."""
-    from properties.z3kit import prove as run
+    from streamproof.properties.z3kit import prove as run
     from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _emit_json, _table
 
     models = _models()

@@ -51,8 +51,8 @@ def streamproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     the test's ``@pytest.mark.streamproof(property=...)``."""
 
     def check(property: str | None = None, examples: int = 100, seed: int | None = 0) -> Any:
-        from properties import registry
-        from properties.explore import explore
+        from streamproof.properties import registry
+        from streamproof.properties.explore import explore
 
         name = property or _marked_property(request)
         if name is None:
@@ -69,7 +69,7 @@ def streamproof_certify(tmp_path) -> Callable[..., Any]:
     counterexamples go to the test's ``tmp_path``; the test asserts ``certificate.holds``."""
 
     def run(operator: str, examples: int = 100, seed: int = 0) -> Any:
-        from properties.certify import certify
+        from streamproof.properties.certify import certify
 
         return certify(operator, examples, seed, tmp_path / "certificate")
 

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable
 
-from properties import registry
-from properties.scenario import Scenario
-from properties.verdict import Verdict
+from streamproof.properties import registry
+from streamproof.properties.scenario import Scenario
+from streamproof.properties.verdict import Verdict
 
 REFERENCE_FIELDS = ("flink_observed", "expected")  # the traces a scenario may carry
 
@@ -37,7 +37,7 @@ class TraceFormat:
 
 
 def _timers_format() -> TraceFormat:
-    from properties.timers_runner import normalize, run_impl, same_trace
+    from streamproof.properties.timers_runner import normalize, run_impl, same_trace
 
     def groups(trace: list) -> list[list]:
         out: list[list] = []
@@ -72,13 +72,13 @@ def _events(events: list, limit: int = 3) -> str:
 
 
 def _mailbox_format() -> TraceFormat:
-    from properties.mailbox_runner import difference, run_impl, same_trace
+    from streamproof.properties.mailbox_runner import difference, run_impl, same_trace
 
     return TraceFormat(run_impl, same_trace, difference)
 
 
 def _valve_format() -> TraceFormat:
-    from properties.valve_runner import difference, run_vector_steps, same_trace
+    from streamproof.properties.valve_runner import difference, run_vector_steps, same_trace
 
     return TraceFormat(run_vector_steps, same_trace, difference)
 

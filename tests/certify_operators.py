@@ -1,6 +1,6 @@
 """Operators for tests/test_certify.py: a correct one and classic mistakes."""
 
-from impl.operators import KeyedProcessFunction, MapStateDescriptor
+from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
 
 
 class GoodSum(KeyedProcessFunction):

@@ -2,8 +2,8 @@
 
 from hypothesis import settings
 
-from properties import profiles  # noqa: F401  (registers dev / ci / campaign)
-from properties import scenario
+from streamproof.properties import profiles  # noqa: F401  (registers dev / ci / campaign)
+from streamproof.properties import scenario
 
 scenario._ensure_families()  # every family registered before any test snapshots the registry
 settings.load_profile("ci")

@@ -4,9 +4,9 @@ profile, and its counterexample must replay to the same failure."""
 import pytest
 from hypothesis import settings
 
-from properties import registry
-from properties.bugzoo import all_variants, hunt
-from properties.scenario import dump_scenario, load_scenario
+from streamproof.properties import registry
+from streamproof.properties.bugzoo import all_variants, hunt
+from streamproof.properties.scenario import dump_scenario, load_scenario
 
 VARIANTS = all_variants()
 
@@ -36,7 +36,7 @@ def test_variant_is_caught_and_replays(bug):
 
 
 def test_patches_are_undone():
-    from impl.timers import InternalTimerService
+    from streamproof.impl.timers import InternalTimerService
     before = dict(vars(InternalTimerService))
     for bug in VARIANTS:
         with bug.patch():

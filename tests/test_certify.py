@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from properties import certify as cert
+from streamproof.properties import certify as cert
 from streamproof.cli import cli
 
 OPS = "tests.certify_operators"
@@ -66,8 +66,8 @@ def test_the_pytest_fixture_certifies(streamproof_certify):
 ])
 def test_each_certification_property_catches_a_runtime_bug(bug, prop):
     """A correct operator on a broken runtime is not certified: each property bites."""
-    from properties.bugzoo import get_variant
-    from properties.explore import explore
+    from streamproof.properties.bugzoo import get_variant
+    from streamproof.properties.explore import explore
 
     props = {p.name: p for p in cert.properties_for(f"{OPS}:GoodSum", cert.load_operator(f"{OPS}:GoodSum"))}
     with get_variant(bug).patch():

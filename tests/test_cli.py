@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from properties.bugzoo import get_variant
-from properties import registry
-from properties.registry import get as get_property
-from properties.scenario import load_scenario_file
+from streamproof.properties.bugzoo import get_variant
+from streamproof.properties import registry
+from streamproof.properties.registry import get as get_property
+from streamproof.properties.scenario import load_scenario_file
 from streamproof import __version__, replay
 from streamproof.cli import cli
 from tests.vectors import load as load_vectors
@@ -138,7 +138,7 @@ def test_replay_of_a_missing_or_invalid_json_file_is_one_line(tmp_path, content,
 
 
 def test_replay_of_a_family_without_property_is_bad_input(tmp_path):
-    from properties import scenario as sc
+    from streamproof.properties import scenario as sc
 
     @sc.step
     class Tick(sc.Step):

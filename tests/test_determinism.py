@@ -7,19 +7,19 @@ import sys
 
 import pytest
 
-from properties import registry
-from properties.explore import explore
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
 
 CASES = [("timers.differential", 26), ("timers.differential", 3), ("mailbox.differential", 5),
          ("termination.fires-once", 1)]
 CHILD = """
 import json, sys
-from properties import registry
-from properties.explore import explore
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
 out = []
 for name, seed in json.loads(sys.argv[1]):
     first = explore(registry.get(name), 2, seed=seed, step_count=40).steps
-    import impl.valve_pipeline, properties.valve_job  # more local modules: more source constants
+    import streamproof.impl.valve_pipeline, streamproof.properties.valve_job  # more local modules: more source constants
     out.append([first, explore(registry.get(name), 2, seed=seed, step_count=40).steps])
 print(json.dumps(out))
 """

@@ -3,14 +3,14 @@
 import pytest
 from hypothesis import settings
 
-from impl.job import JobSpec
-from impl.operators import StreamRecord
-from impl.sim import Fault, SimulationError, simulate
-from impl.task import TaskConfig, Watermark
-from properties import registry
-from properties.explore import explore
-from properties.job_functions import TimerChain, WindowSum
-from properties.job_properties import REACHABILITY
+from streamproof.impl.job import JobSpec
+from streamproof.impl.operators import StreamRecord
+from streamproof.impl.sim import Fault, SimulationError, simulate
+from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
+from streamproof.properties.job_functions import TimerChain, WindowSum
+from streamproof.properties.job_properties import REACHABILITY
 
 JOB_PROPERTIES = [p.name for p in registry.for_family("job")]
 
@@ -97,7 +97,7 @@ def test_job_reachability():
 def test_model_reference_matches_the_failure_free_run():
     from collections import Counter
 
-    from model import job as job_model
+    from streamproof.model import job as job_model
     as_tuples = [[("record", e.key, e.value, e.timestamp) if isinstance(e, StreamRecord) else ("watermark", e.timestamp)
                   for e in source] for source in sources()]
     assert job_model.window_sum(as_tuples, drain=True) == Counter(REFERENCE)

@@ -2,11 +2,11 @@
 
 import pytest
 
-from impl.keygroups import (
+from streamproof.impl.keygroups import (
     Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from model import keygroups as spec
+from streamproof.model import keygroups as spec
 from tests.vectors import load
 
 VECTORS = load("flink_key_groups.json")

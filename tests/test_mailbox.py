@@ -7,18 +7,18 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from impl.mailbox import (
+from streamproof.impl.mailbox import (
     DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, InterruptPolicy, Mail, MailboxClosedError,
     MailboxExecutor, MailboxLoopBudgetExceeded, MailboxProcessor, MailboxState, MailboxStateError,
     MailboxWouldBlockError, MailOptions, RejectedExecutionError, TaskMailbox,
 )
-from model import mailbox as spec
-from properties import registry
-from properties.bugzoo import get_variant
-from properties.explore import explore
-from properties.mailbox_machine import MailboxMachine
-from properties.mailbox_runner import normalize, run_impl, run_model
-from properties.scenario import (
+from streamproof.model import mailbox as spec
+from streamproof.properties import registry
+from streamproof.properties.bugzoo import get_variant
+from streamproof.properties.explore import explore
+from streamproof.properties.mailbox_machine import MailboxMachine
+from streamproof.properties.mailbox_runner import normalize, run_impl, run_model
+from streamproof.properties.scenario import (
     Close, CreateBatch, HasMail, NewMailbox, Put, Quiesce, ShouldInterrupt, Size, TryTake,
     TryTakeFromBatch, TryYield, load_scenario_file,
 )

@@ -5,9 +5,9 @@ import copy
 
 import pytest
 
-from properties.mailbox_check import check_mailbox
-from properties.mailbox_runner import difference, normalize, run_impl, run_model, same_trace
-from properties.scenario import scenario_from_dict
+from streamproof.properties.mailbox_check import check_mailbox
+from streamproof.properties.mailbox_runner import difference, normalize, run_impl, run_model, same_trace
+from streamproof.properties.scenario import scenario_from_dict
 from streamproof.replay import replay
 from tests.vectors import load
 

@@ -8,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from properties.bugzoo import get_variant
-from properties.z3_flush import VARIANTS, flush_system, replay_on_impl
-from properties.z3kit import bmc, prove
+from streamproof.properties.bugzoo import get_variant
+from streamproof.properties.z3_flush import VARIANTS, flush_system, replay_on_impl
+from streamproof.properties.z3kit import bmc, prove
 from streamproof.cli import cli
 
 

@@ -16,9 +16,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from impl.keygroups import Int32
-from properties import scenario as sc
-from properties.scenario import (
+from streamproof.impl.keygroups import Int32
+from streamproof.properties import scenario as sc
+from streamproof.properties.scenario import (
     ERROR_KINDS,
     FAMILIES,
     FORMAT,

@@ -8,13 +8,13 @@ import zlib
 import pytest
 from hypothesis import given, strategies as st
 
-from impl.keygroups import Int32, KeyGroupRange
-from impl.snapshot_format import (
+from streamproof.impl.keygroups import Int32, KeyGroupRange
+from streamproof.impl.snapshot_format import (
     MAGIC, KeyGroupTimers, SnapshotFormatError, TimerSnapshotContents, decode_snapshot, encode_snapshot,
 )
-from impl.termination import TimerTerminationAction
-from impl.timers import InternalTimer
-from properties.snapshot_fuzz import (
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import InternalTimer
+from streamproof.properties.snapshot_fuzz import (
     MUTATIONS, FuzzReport, check_one, corpus, fuzz_reader, mutate, random_contents, reseal,
 )
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.stateful import get_state_machine_test
 
-from properties import registry
-from properties.bugzoo import all_variants
-from properties.reach import counting
-from properties.scenario import ScenarioError, dump_scenario, load_scenario, load_scenario_file
-from properties.snapshot_machine import REACHABILITY, SnapshotMachine
+from streamproof.properties import registry
+from streamproof.properties.bugzoo import all_variants
+from streamproof.properties.reach import counting
+from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario, load_scenario_file
+from streamproof.properties.snapshot_machine import REACHABILITY, SnapshotMachine
 from streamproof.replay import replay
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def test_both_properties_hold_and_every_interesting_case_is_reached():
             steps = getattr(e, "streamproof_steps", None)
             if steps is None:
                 raise
-            from properties.scenario import Scenario
+            from streamproof.properties.scenario import Scenario
             scenario = Scenario(family="snapshots", steps=tuple(steps))
             pytest.fail(f"{e}\nscenario: {dump_scenario(scenario)}")
     print(f"\nreachability over {settings().max_examples} examples:",
@@ -104,7 +104,7 @@ BITES = {
 
 @pytest.mark.parametrize("name", sorted(BITES))
 def test_examples_fail_with_the_bugs_they_describe(name):
-    from properties.bugzoo import get_variant
+    from streamproof.properties.bugzoo import get_variant
     scenario = load_scenario_file(REPO / "examples" / "snapshots" / name)
     for bug in BITES[name]:
         with get_variant(bug).patch():

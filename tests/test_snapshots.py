@@ -7,14 +7,14 @@ import threading
 
 import pytest
 
-from impl.keygroups import (
+from streamproof.impl.keygroups import (
     Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from impl.snapshot_format import SnapshotFormatError, decode_snapshot
-from impl.snapshots import BASE_VERSION, restore_from_snapshots, start_snapshot, versions_of
-from impl.termination import TimerTerminationAction
-from impl.timers import (
+from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot
+from streamproof.impl.snapshots import BASE_VERSION, restore_from_snapshots, start_snapshot, versions_of
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.timers import (
     InternalTimer, InternalTimersSnapshot, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService,
 )
 
@@ -266,7 +266,7 @@ def test_background_threads_write_the_timers_of_their_start(concurrent):
 
 
 def test_lock_lets_readers_share_and_excludes_the_writer():
-    from impl.snapshots import ReadWriteLock
+    from streamproof.impl.snapshots import ReadWriteLock
     lock = ReadWriteLock()
     lock.acquire_read()
     lock.acquire_read()  # a second reader does not wait

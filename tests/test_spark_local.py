@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from properties import registry
-from properties.bugzoo import get_variant
-from properties.scenario import load_scenario, load_scenario_file
-from spark_harness import campaign as camp
-from spark_harness import exhaustive, executor, progress, report, session, ship, testing
-from spark_harness.spec import DETERMINISTIC_COLUMNS, VERDICTS
+from streamproof.properties import registry
+from streamproof.properties.bugzoo import get_variant
+from streamproof.properties.scenario import load_scenario, load_scenario_file
+from streamproof.spark_harness import campaign as camp
+from streamproof.spark_harness import exhaustive, executor, progress, report, session, ship, testing
+from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS, VERDICTS
 
 BUG = "register-at-watermark-fires-at-once"
 pytestmark = pytest.mark.timeout(900)

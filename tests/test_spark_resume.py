@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from spark_harness import executor, spec as specs, testing
-from spark_harness.spec import DETERMINISTIC_COLUMNS
+from streamproof.spark_harness import executor, spec as specs, testing
+from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS
 
 pytestmark = pytest.mark.timeout(900)
 PROPS = ["timers.differential", "mailbox.differential"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_harness import testing
-from spark_harness.cluster import LocalConnectServer, LocalStandalone
+from streamproof.spark_harness import testing
+from streamproof.spark_harness.cluster import LocalConnectServer, LocalStandalone
 
 pytestmark = pytest.mark.timeout(1200)
 COMMAND = ["campaign", "timers", "mailbox", "--seeds", "0:12", "--examples", "3", "--campaign", "same",

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from properties import registry
-from properties.bugzoo import get_variant
-from properties.scenario import dump_scenario, load_scenario, load_scenario_file
-from spark_harness import campaign as camp
-from spark_harness import exhaustive, executor, report, ship
-from spark_harness import spec as specs
-from spark_harness.session import SparkSetupError, parse_master
+from streamproof.properties import registry
+from streamproof.properties.bugzoo import get_variant
+from streamproof.properties.scenario import dump_scenario, load_scenario, load_scenario_file
+from streamproof.spark_harness import campaign as camp
+from streamproof.spark_harness import exhaustive, executor, report, ship
+from streamproof.spark_harness import spec as specs
+from streamproof.spark_harness.session import SparkSetupError, parse_master
 from streamproof.cli import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,10 +72,11 @@ def test_code_zip_is_named_by_content_and_reproducible(tmp_path):
     assert a.name == b.name and a.read_bytes() == b.read_bytes()
     assert a.name == f"streamproof-code-{ship.content_hash()[:16]}.zip"
     names = zipfile.ZipFile(a).namelist()
-    for package in ship.PACKAGES:
-        assert f"{package}/__init__.py" in names
-    assert "spark_harness/conf/log4j2.properties" in names
-    assert "properties/schemas/scenario.schema.json" in names
+    for target in ship.PACKAGES.values():
+        assert f"{target}/__init__.py" in names
+    assert "streamproof/spark_harness/conf/log4j2.properties" in names
+    assert "streamproof/properties/schemas/scenario.schema.json" in names
+    assert all(n.startswith("streamproof/") for n in names)  # one top-level import name
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
@@ -93,7 +94,8 @@ def test_a_changed_file_changes_the_name(tmp_path):
 def test_the_zip_imports_on_its_own(tmp_path):
     """What an executor without the project installed sees: the zip alone on sys.path."""
     z = ship.build_zip(directory=tmp_path)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import spark_harness.executor as e, properties; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import streamproof.spark_harness.executor as e; "
+            "from streamproof import properties; "
             "assert '.zip' in e.__file__ and '.zip' in properties.__file__, e.__file__; "
             "row = e.run_seed(" + repr(config(examples=1)) + ", 3); print(row['verdict'])")
     out = subprocess.run([sys.executable, "-S", "-c", code, str(z)], capture_output=True, text=True, cwd=tmp_path,
@@ -188,7 +190,7 @@ def test_the_reproduce_command_reruns_the_seed(bug_rows):
 
 
 def test_a_slow_seed_is_a_timeout_verdict_and_leaves_no_patch_behind():
-    from impl.timers import InternalTimerService
+    from streamproof.impl.timers import InternalTimerService
 
     before = dict(vars(InternalTimerService))
     # the timer bug applied around a mailbox seed: it never fails, so it runs into the timeout

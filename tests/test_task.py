@@ -2,12 +2,12 @@
 
 from types import SimpleNamespace
 
-from impl.keygroups import KeyGroupRange
-from impl.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
-from impl.operators import KeyedProcessFunction, StreamRecord
-from impl.sink import ExternalSystem
-from impl.task import EndOfData, MailboxWatermarkProcessor, OperatorTask, TaskConfig, Watermark
-from impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
+from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+from streamproof.impl.sink import ExternalSystem
+from streamproof.impl.task import EndOfData, MailboxWatermarkProcessor, OperatorTask, TaskConfig, Watermark
+from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
 
 
 class NoOpTimeServiceManager:
@@ -142,7 +142,7 @@ def test_deferred_continuation_runs_before_end_of_data_and_finish():
 
 
 def test_interruptible_timers_need_the_config_key_and_the_operator_opt_in():
-    from impl.task import INTERRUPTIBLE_TIMERS_KEY
+    from streamproof.impl.task import INTERRUPTIBLE_TIMERS_KEY
 
     class OptedOut(MultipleTimersAtTheSameTimestamp):
         interruptible_timers = False

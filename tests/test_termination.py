@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from impl.keygroups import KeyGroupRange
-from impl.snapshot_format import decode_snapshot
-from impl.snapshots import restore_from_snapshots
-from impl.termination import TimerTerminationAction as A
-from impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.snapshot_format import decode_snapshot
+from streamproof.impl.snapshots import restore_from_snapshots
+from streamproof.impl.termination import TimerTerminationAction as A
+from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
 
 from tests.recorders import Fired
 
@@ -279,10 +279,10 @@ def test_flush_matches_the_reference_on_random_cases(seed):
 
 
 # -- the task: flush at end of input with drain, before finish() ---------------------------------
-from impl.operators import KeyedProcessFunction, StreamRecord  # noqa: E402
-from impl.sink import ExternalSystem  # noqa: E402
-from impl.task import EndOfData, OperatorTask, TaskConfig, Watermark  # noqa: E402
-from impl.timers import TimerFiringBudgetExceeded  # noqa: E402
+from streamproof.impl.operators import KeyedProcessFunction, StreamRecord  # noqa: E402
+from streamproof.impl.sink import ExternalSystem  # noqa: E402
+from streamproof.impl.task import EndOfData, OperatorTask, TaskConfig, Watermark  # noqa: E402
+from streamproof.impl.timers import TimerFiringBudgetExceeded  # noqa: E402
 
 
 class ProcessingTimers(KeyedProcessFunction):
@@ -369,7 +369,7 @@ def test_stop_without_drain_fires_nothing_and_keeps_actions_in_the_snapshot():
 # -- impl against the specification (model/termination.py) --------------------------------------
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from model import termination as spec  # noqa: E402
+from streamproof.model import termination as spec  # noqa: E402
 
 ACTIONS = st.sampled_from([None, A.CANCEL, A.TRIGGER, A.WAIT])
 KEYS = st.sampled_from(["a", "b", "c"])
@@ -451,7 +451,7 @@ def test_flush_fires_timers_already_due_as_usual_whatever_their_action():
 
 
 def test_operator_level_service_flushes_by_action_and_drops_after_quiesce():
-    from impl.operator_timers import OperatorProcessingTimeService
+    from streamproof.impl.operator_timers import OperatorProcessingTimeService
 
     clock = ManualProcessingTimeService(start=5)
     override = [None]
@@ -537,9 +537,9 @@ def test_stream_operator_wrapper_finish_order():
 # -- the termination family: examples replay, and each bites a bug-zoo variant ---------------------
 import pathlib  # noqa: E402
 
-from properties import registry  # noqa: E402
-from properties.bugzoo import get_variant  # noqa: E402
-from properties.scenario import load_scenario_file  # noqa: E402
+from streamproof.properties import registry  # noqa: E402
+from streamproof.properties.bugzoo import get_variant  # noqa: E402
+from streamproof.properties.scenario import load_scenario_file  # noqa: E402
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "termination"
 
@@ -568,7 +568,7 @@ def test_termination_examples_catch_their_bug(name, bug):
 
 from hypothesis import settings as current_settings  # noqa: E402
 
-from properties.explore import explore  # noqa: E402
+from streamproof.properties.explore import explore  # noqa: E402
 
 
 @pytest.mark.parametrize("name", [p.name for p in registry.for_family("termination")])
@@ -595,7 +595,7 @@ def test_termination_property_holds_and_reaches_its_cases(name):
 def test_bad_termination_scenarios_are_one_line_errors(change, message):
     import json
 
-    from properties.scenario import ScenarioError, load_scenario
+    from streamproof.properties.scenario import ScenarioError, load_scenario
 
     doc = json.loads((EXAMPLES / "wait.json").read_text())
     change(doc)

@@ -3,9 +3,9 @@
 
 import pytest
 
-from properties.scenario import scenario_from_dict
-from properties.timers_check import check_timers
-from properties.timers_runner import ModelTimersRun, normalize, run_impl, run_model, same_trace
+from streamproof.properties.scenario import scenario_from_dict
+from streamproof.properties.timers_check import check_timers
+from streamproof.properties.timers_runner import ModelTimersRun, normalize, run_impl, run_model, same_trace
 from tests.vectors import load
 
 CASES = load("flink_timer_traces.json")["cases"]

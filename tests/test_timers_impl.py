@@ -3,9 +3,9 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from impl.keygroups import KeyGroupRange, assign_to_key_group
-from impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
-from impl.timers import (
+from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
+from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+from streamproof.impl.timers import (
     InternalTimeServiceManager, InternalTimersSnapshot, InternalTimer, KeyContext, ManualProcessingTimeService,
     NoCurrentKeyError, TimerFiringBudgetExceeded,
 )

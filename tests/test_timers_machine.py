@@ -3,9 +3,9 @@
 import pytest
 from hypothesis import settings
 
-from properties import registry
-from properties.explore import explore
-from properties.timers_machine import TimersMachine
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
+from streamproof.properties.timers_machine import TimersMachine
 
 TestTimersDifferential = TimersMachine.TestCase
 

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from impl.coordinator import (
+from streamproof.impl.coordinator import (
     PROTOCOLS, AcknowledgeCheckpointEvent, CompletableFuture, IllegalStateException, MainThreadExecutor,
     OperatorEventValve, RequestSplitEvent, SplitAssigningSourceCoordinator, ValveHarness, create_holder, wait_for_all,
 )
-from model import valve as spec
-from properties import registry
-from properties.explore import explore
-from properties.registry import Property
-from properties.scenario import ScenarioError, load_scenario, load_scenario_file
-from properties.valve_check import (
+from streamproof.model import valve as spec
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
+from streamproof.properties.registry import Property
+from streamproof.properties.scenario import ScenarioError, load_scenario, load_scenario_file
+from streamproof.properties.valve_check import (
     INVARIANTS, check_valve, minimize, one_step_shorter_fails, subtask_events_inconsistency, unrealistic,
 )
-from properties.valve_machine import machine_for
+from streamproof.properties.valve_machine import machine_for
 from streamproof.replay import replay
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,7 +193,7 @@ def test_split_assigning_coordinator_reads_every_split_once_across_a_region_fail
     and a region failover; restored from the checkpoint, it reads every split exactly once."""
     executor = MainThreadExecutor()
     trace: list = []
-    from impl.coordinator import ScriptedTasks
+    from streamproof.impl.coordinator import ScriptedTasks
     tasks = ScriptedTasks(1, trace)
     coordinator = SplitAssigningSourceCoordinator(["s1", "s2", "s3", "s4"])
     holder = create_holder(protocol, coordinator, tasks, 1, executor)

@@ -16,8 +16,8 @@ from collections import Counter
 
 import pytest
 
-from impl.coordinator import PROTOCOLS
-from impl.valve_pipeline import PipelineConfig, ValvePipeline
+from streamproof.impl.coordinator import PROTOCOLS
+from streamproof.impl.valve_pipeline import PipelineConfig, ValvePipeline
 
 SEEDS = range(12)
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from properties import registry
-from properties.explore import explore
-from properties.registry import Property
-from properties.scenario import ScenarioError, load_scenario
-from properties.valve_job import REACHABILITY, check_valve_job, valve_job_scenarios
+from streamproof.properties import registry
+from streamproof.properties.explore import explore
+from streamproof.properties.registry import Property
+from streamproof.properties.scenario import ScenarioError, load_scenario
+from streamproof.properties.valve_job import REACHABILITY, check_valve_job, valve_job_scenarios
 from streamproof.replay import replay
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.stateful import get_state_machine_test
 
-from properties import registry
-from properties.reach import counting
-from properties.scenario import dump_scenario
-from properties.valve_machine import REACHABILITY, machine_for
+from streamproof.properties import registry
+from streamproof.properties.reach import counting
+from streamproof.properties.scenario import dump_scenario
+from streamproof.properties.valve_machine import REACHABILITY, machine_for
 
 NAMES = ("valve.consistent-checkpoints", "valve.differential", "valve.exactly-once", "valve.liveness")
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from properties.scenario import scenario_from_dict
-from properties.valve_check import INVARIANTS, check_valve
-from properties.valve_runner import difference, normalize, run_impl, run_model, same_trace
+from streamproof.properties.scenario import scenario_from_dict
+from streamproof.properties.valve_check import INVARIANTS, check_valve
+from streamproof.properties.valve_runner import difference, normalize, run_impl, run_model, same_trace
 from streamproof.cli import cli
 from streamproof.replay import replay
 from tests.vectors import load

@@ -12,11 +12,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from properties import registry
-from properties.explore import Exploration, explore
+from streamproof.properties import registry
+from streamproof.properties.explore import Exploration, explore
 
-VARIANT_MODULES = ("properties.bugzoo.timers", "properties.bugzoo.mailbox", "properties.bugzoo.job", "properties.bugzoo.snapshots",
-                   "properties.bugzoo.valve", "properties.bugzoo.termination")
+VARIANT_MODULES = ("streamproof.properties.bugzoo.timers", "streamproof.properties.bugzoo.mailbox", "streamproof.properties.bugzoo.job", "streamproof.properties.bugzoo.snapshots",
+                   "streamproof.properties.bugzoo.valve", "streamproof.properties.bugzoo.termination")
 
 
 @dataclass(frozen=True)

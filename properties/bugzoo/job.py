@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from impl import task as task_module
-from impl.mailbox import MailOptions
-from impl.sink import TwoPhaseCommitSink
-from impl.task import MailboxWatermarkProcessor, OperatorTask
-from impl.timers import InternalTimerService
-from properties.bugzoo import variant
-from properties.bugzoo.timers import patched
+from streamproof.impl import task as task_module
+from streamproof.impl.mailbox import MailOptions
+from streamproof.impl.sink import TwoPhaseCommitSink
+from streamproof.impl.task import MailboxWatermarkProcessor, OperatorTask
+from streamproof.impl.timers import InternalTimerService
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.bugzoo.timers import patched
 
 
 @variant("finish-drops-deferrable-mail", "FLINK-39481", "job.exactly-once",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from impl.mailbox import Mail, MailboxClosedError, MailboxExecutor, MailboxState, TaskMailbox
-from properties.bugzoo import variant
-from properties.bugzoo.timers import patched
+from streamproof.impl.mailbox import Mail, MailboxClosedError, MailboxExecutor, MailboxState, TaskMailbox
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.bugzoo.timers import patched
 
 PROPERTY = "mailbox.differential"
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-import impl.snapshot_format as snapshot_format
-from impl.snapshots import BASE_VERSION, SnapshotVersions, VersionedTimerQueue
-from impl.termination import TimerTerminationAction
-from properties.bugzoo import variant
-from properties.bugzoo.timers import patched
+import streamproof.impl.snapshot_format as snapshot_format
+from streamproof.impl.snapshots import BASE_VERSION, SnapshotVersions, VersionedTimerQueue
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.bugzoo.timers import patched
 
 POINT_IN_TIME = "snapshots.point-in-time"
 RESTORE = "snapshots.restore-equivalence"

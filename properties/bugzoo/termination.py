@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from impl.task import OperatorTask
-from impl.timers import MAX_WATERMARK, InternalTimerService
-from properties.bugzoo import variant
-from properties.bugzoo.timers import patched
+from streamproof.impl.task import OperatorTask
+from streamproof.impl.timers import MAX_WATERMARK, InternalTimerService
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.bugzoo.timers import patched
 
 
 @variant("flush-handles-head-only", "FLIP-269", "termination.fires-once",
@@ -89,7 +89,7 @@ def wait_fires_early():
          "an operator set to CANCEL still fires its TRIGGER timers at end of input.")
 @contextmanager
 def override_ignored():
-    from impl.termination import TimerTerminationAction
+    from streamproof.impl.termination import TimerTerminationAction
 
     def action_of(self, timer):
         return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)  # BUG: no override
@@ -103,8 +103,8 @@ def override_ignored():
          "CANCEL: timers the old runtime would have dropped fire at end of input.")
 @contextmanager
 def format_1_restore_keeps_trigger():
-    from impl import snapshot_format
-    from impl.termination import TimerTerminationAction
+    from streamproof.impl import snapshot_format
+    from streamproof.impl.termination import TimerTerminationAction
 
     with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):  # BUG
         yield

@@ -6,10 +6,10 @@ import heapq
 from contextlib import contextmanager
 from itertools import count
 
-import impl.timers as timers
-from impl.queues import KeyGroupedPriorityQueueSet
-from impl.timers import InternalTimeServiceManager, InternalTimerService
-from properties.bugzoo import variant
+import streamproof.impl.timers as timers
+from streamproof.impl.queues import KeyGroupedPriorityQueueSet
+from streamproof.impl.timers import InternalTimeServiceManager, InternalTimerService
+from streamproof.properties.bugzoo import variant
 
 PROPERTY = "timers.differential"
 

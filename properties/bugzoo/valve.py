@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from impl.coordinator import (
+from streamproof.impl.coordinator import (
     FlinkException, OperatorCoordinatorHolder, StreamproofOperatorCoordinatorHolder, StreamproofSubtaskGateway,
     SubtaskGatewayImpl, _call_send_action, wait_for_all,
 )
-from properties.bugzoo import variant
-from properties.bugzoo.timers import patched
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.bugzoo.timers import patched
 
 
 @variant("no-wait-for-event-acks", "FLINK-21996", "valve.consistent-checkpoints",
