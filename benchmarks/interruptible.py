@@ -97,7 +97,7 @@ def simulator_throughput(records: int, seed: int = 0) -> dict:
             if i % 50 == 49:
                 elements.append(Watermark(ts - 1))
         sources.append(elements)
-    from streamproof.properties.job_functions import WindowSum
+    from streamproof.properties.job.functions import WindowSum
     spec = JobSpec(sources, lambda: WindowSum(100), parallelism=2, checkpoint_interval=500,
                    config=TaskConfig(interruptible_timers=True), channel_capacity=16)
     started = time.perf_counter()

@@ -32,11 +32,11 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from streamproof.impl.internal_timer import InternalTimer
 from streamproof.impl.keygroups import (
     INT64_MAX, INT64_MIN, UPPER_BOUND_MAX_PARALLELISM, Int32, KeyGroupRange, assign_to_key_group,
 )
 from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import InternalTimer
 
 MAGIC = b"SPTM"
 FORMAT_VERSIONS = (1, 2)

@@ -26,6 +26,10 @@ the queue. The asynchronous part copies one key group's live set and history und
 and filters outside it. It runs on a background thread in production
 (:meth:`TimerSnapshot.run_in_background`) and step by step under the deterministic scheduler in
 tests (:meth:`TimerSnapshot.run_async_step`).
+
+Dependencies: :mod:`impl.timers` imports this module (its manager's ``start_snapshot``), never the
+reverse; a snapshot reads a manager and its services through what :class:`TimeServiceManager`
+and ``InternalTimerService.termination_action_source`` name.
 """
 
 from __future__ import annotations
@@ -34,15 +38,15 @@ import threading
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from streamproof.impl.internal_timer import InternalTimersSnapshot
 from streamproof.impl.keygroups import KeyGroupRange
 from streamproof.impl.queues import KeyGroupOutOfRangeError
 from streamproof.impl.snapshot_format import (
     CURRENT_FORMAT_VERSION, SnapshotFormatError, SnapshotWriter, TimerSnapshotContents, decode_snapshot,
 )
 from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import InternalTimeServiceManager, InternalTimersSnapshot, InternalTimerService
 
 BASE_VERSION = -1  # the transition "as it was before the history began", seen by every snapshot
 DEFAULT_VALUE = TimerTerminationAction.CANCEL  # payload of event-time timers and of services without actions
@@ -52,6 +56,20 @@ __all__ = [
     "ReadWriteLock", "SnapshotVersions", "VersionedTimerQueue", "TimerSnapshot", "RestoreResult",
     "start_snapshot", "restore_from_snapshots", "versions_of", "SnapshotFormatError",
 ]
+
+
+class TimeServiceManager(Protocol):
+    """What a snapshot reads and calls of an ``impl.timers.InternalTimeServiceManager``."""
+
+    key_context: Any  # its max_parallelism
+    key_group_range: KeyGroupRange
+    services: dict  # name -> InternalTimerService, in creation order
+    snapshot_versions: Any  # SnapshotVersions, made by versions_of on first use
+    _restored: dict  # name -> {key group: InternalTimersSnapshot} of services not created yet
+
+    def restore_state_for_key_group(self, key_group: int, per_service: dict) -> None: ...
+
+    def restore_termination_actions(self, actions: dict) -> None: ...
 
 
 # -- the lock ------------------------------------------------------------------------------
@@ -125,7 +143,7 @@ class SnapshotVersions:
             version = self.state_version
             self.running.append(version)
             layers = [(name, self._route(service.event_time_timers_queue, None),
-                       self._route(service.processing_time_timers_queue, _action_source(service)))
+                       self._route(service.processing_time_timers_queue, service.termination_action_source()))
                       for name, service in services]
             return version, layers
 
@@ -161,7 +179,7 @@ class SnapshotVersions:
             }
 
 
-def versions_of(manager: InternalTimeServiceManager) -> SnapshotVersions:
+def versions_of(manager: TimeServiceManager) -> SnapshotVersions:
     versions = manager.snapshot_versions
     if versions is None:
         versions = manager.snapshot_versions = SnapshotVersions()
@@ -315,7 +333,7 @@ class TimerSnapshot:
     :meth:`cancel` releases it without output. Both are idempotent.
     """
 
-    def __init__(self, manager: InternalTimeServiceManager, versions: SnapshotVersions, version: int,
+    def __init__(self, manager: TimeServiceManager, versions: SnapshotVersions, version: int,
                  services: list, restored: dict, format_version: int):
         self.version = version
         self.format_version = format_version
@@ -436,7 +454,7 @@ class TimerSnapshot:
         return future
 
 
-def start_snapshot(manager: InternalTimeServiceManager,
+def start_snapshot(manager: TimeServiceManager,
                    format_version: int = CURRENT_FORMAT_VERSION) -> TimerSnapshot:
     """The synchronous part of a checkpoint of ``manager``'s timers: O(number of services)."""
     if format_version not in (1, 2):
@@ -445,16 +463,6 @@ def start_snapshot(manager: InternalTimeServiceManager,
     version, layers = versions.begin(list(manager.services.items()))
     restored = {name: dict(groups) for name, groups in manager._restored.items()} if manager._restored else {}
     return TimerSnapshot(manager, versions, version, layers, restored, format_version)
-
-
-def _action_source(service) -> Callable | None:
-    """The service's ``termination_action_of``; None while it answers CANCEL for every timer (the
-    value of an event-time timer too, so the layer needs no call per timer)."""
-    action_of = service.termination_action_of
-    if (getattr(action_of, "__func__", None) is InternalTimerService.termination_action_of
-            and not service.uses_termination_actions):  # set once any action is not CANCEL
-        return None
-    return action_of
 
 
 # -- restore -------------------------------------------------------------------------------
@@ -470,7 +478,7 @@ class RestoreResult:
     actions: dict = field(default_factory=dict)
 
 
-def restore_from_snapshots(manager: InternalTimeServiceManager, snapshots: Iterable,
+def restore_from_snapshots(manager: TimeServiceManager, snapshots: Iterable,
                            require_full_coverage: bool = True) -> RestoreResult:
     """Restores the key groups of ``manager``'s range from snapshot files (or decoded contents).
 

@@ -4,6 +4,9 @@ Layering as in Flink: a key-group-partitioned queue per time domain (:mod:`impl.
 :class:`InternalTimerService` per name, a :class:`InternalTimeServiceManager` holding the named
 services of one operator, and a :class:`ProcessingTimeService` owning the physical timers
 (:class:`ManualProcessingTimeService` is the simulated clock used everywhere in streamproof).
+The timer values (:class:`InternalTimer`, :class:`InternalTimersSnapshot`) live in
+:mod:`impl.internal_timer`; the manager starts copy-on-write snapshots with :mod:`impl.snapshots`,
+which never imports this module.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Callable, Collection, Hashable, NamedTuple, Protocol
+from typing import Callable, Hashable, Protocol
 
+from streamproof.impl.internal_timer import InternalTimer, InternalTimersSnapshot
 from streamproof.impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
 from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+from streamproof.impl.snapshots import start_snapshot
 from streamproof.impl.termination import TimerTerminationAction
 
 MIN_WATERMARK = INT64_MIN
@@ -27,14 +32,6 @@ __all__ = [
     "InternalTimersSnapshot", "FlushResult", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "KeyGroupOutOfRangeError",
     "MIN_WATERMARK", "MAX_WATERMARK",
 ]
-
-
-class InternalTimer(NamedTuple):
-    """A timer: ``(timestamp, key, namespace)``; equal timers are one timer."""
-
-    timestamp: int
-    key: Key
-    namespace: Hashable
 
 
 _new_timer = tuple.__new__  # InternalTimer without the NamedTuple constructor's overhead
@@ -159,24 +156,6 @@ class ManualProcessingTimeService:
             timer.callback(timer.timestamp)
 
 
-# -- snapshots -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class InternalTimersSnapshot:
-    """The timers of one service in one key group (Flink's ``InternalTimersSnapshot``).
-
-    As in Flink, :meth:`InternalTimerService.snapshot_timers_for_key_group` fills it with *live
-    views* of the key group's sets: it is point-in-time only if read (serialized or
-    :meth:`materialize`-d) before the service changes. Checkpoints use copy-on-write snapshots.
-    """
-
-    event_time_timers: Collection[InternalTimer] = ()
-    processing_time_timers: Collection[InternalTimer] = ()
-
-    def materialize(self) -> "InternalTimersSnapshot":
-        """A frozen copy of what the views show now."""
-        return InternalTimersSnapshot(tuple(self.event_time_timers), tuple(self.processing_time_timers))
-
-
 # -- the timer service ---------------------------------------------------------------------
 class InternalTimerService:
     """Event- and processing-time timers of one named service, partitioned by key group."""
@@ -215,7 +194,7 @@ class InternalTimerService:
         self.termination_actions: dict[InternalTimer, TimerTerminationAction] = {}
         self.termination_action_override: TimerTerminationAction | None = None
         # Sticky: set once any timer or the override is not CANCEL; until then snapshots write
-        # CANCEL without asking (impl.snapshots._action_source).
+        # CANCEL without asking (termination_action_source).
         self.uses_termination_actions = False
         # The end-of-input flush (flush_processing_time_timers): RUNNING, FLUSHING, FLUSHED.
         self.processing_time_state = "RUNNING"
@@ -503,6 +482,16 @@ class InternalTimerService:
             return override
         return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)
 
+    def termination_action_source(self) -> Callable[[InternalTimer], TimerTerminationAction] | None:
+        """What a copy-on-write snapshot asks for the action of each processing-time timer: the
+        bound :meth:`termination_action_of`, or None while it answers CANCEL for every timer (the
+        value of an event-time timer too, so the snapshot layer needs no call per timer)."""
+        action_of = self.termination_action_of
+        if (getattr(action_of, "__func__", None) is InternalTimerService.termination_action_of
+                and not self.uses_termination_actions):  # set once any action is not CANCEL
+            return None
+        return action_of
+
     # -- inspection --------------------------------------------------------------------------
     def num_event_time_timers(self) -> int:
         return self.event_time_timers_queue.size()
@@ -550,9 +539,6 @@ class FlushResult:
 
 def _never_stop() -> bool:
     return False
-
-
-_SNAPSHOTS: dict = {}  # impl.snapshots.start_snapshot, once imported
 
 
 # -- the manager ---------------------------------------------------------------------------
@@ -619,11 +605,7 @@ class InternalTimeServiceManager:
         """The synchronous part of a point-in-time checkpoint of every timer, O(1) in the number of
         timers (FLINK-9182): returns an :class:`impl.snapshots.TimerSnapshot` whose asynchronous
         part writes the timers as they are now."""
-        start = _SNAPSHOTS.get("start")
-        if start is None:  # impl.snapshots builds on this module: bound on first use
-            from streamproof.impl.snapshots import start_snapshot as start
-            _SNAPSHOTS["start"] = start
-        return start(self, format_version)
+        return start_snapshot(self, format_version)
 
     def restore_state_for_key_group(self, key_group: int, per_service: dict[str, InternalTimersSnapshot]) -> None:
         """Keeps a key group's timers until their service is created (Flink restores lazily)."""

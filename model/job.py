@@ -7,7 +7,7 @@ What is modelled
     output; this module computes it directly from the operator's meaning.
   * End of input with drain fires every timer (MAX_WATERMARK); without drain only timers at or
     below the final combined watermark (the minimum over sources of their last watermark) fire.
-  * The operators of ``properties/job_functions.py``: tumbling event-time window sums and timer
+  * The operators of ``properties/job/functions.py``: tumbling event-time window sums and timer
     chains (timers registered inside callbacks).
 
 What is left out

@@ -30,7 +30,7 @@ What is left out
 
 Checked by ``tests/test_mailbox_vectors.py`` (the 12 Flink 2.3 traces), ``tests/test_mailbox.py``
 (ports of Flink's mailbox tests) and the differential state machine
-``properties/mailbox_machine.py``: in the ci profile about 300 scenarios of up to 40 steps (about
+``properties/mailbox/machine.py``: in the ci profile about 300 scenarios of up to 40 steps (about
 14,000 steps per run) with priorities -1..3, every invariant below checked after each step, every
 interesting case reached (counts in docs/properties.md).
 """

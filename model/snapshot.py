@@ -23,7 +23,7 @@ What is left out
   * Which timer fires first among those due, watermarks, physical timers and callbacks: the
     ``timers`` family (``model/timers.py``) specifies those. Here an advance is a set operation.
 
-Checked by the differential state machine ``properties/snapshot_machine.py`` against the
+Checked by the differential state machine ``properties/snapshots/machine.py`` against the
 implementation (jobs of 1-3 subtasks, up to three concurrent snapshots, restores into 1-3
 subtasks): 300 examples of 40 steps in the default test run, 20,000 examples of 60 steps on the
 ``campaign`` profile, every invariant held; the reachability counts are in docs/properties.md.

@@ -27,7 +27,7 @@ What is left out
   * Costs, data structures, serialization, concurrency: a snapshot is a set, time is a number.
 
 Checked by ``tests/test_timer_vectors.py`` (all 25 Flink 2.3 traces) and by the differential
-state machine ``properties/timers_machine.py``.
+state machine ``properties/timers/machine.py``.
 """
 
 from __future__ import annotations

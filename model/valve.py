@@ -50,7 +50,7 @@ What is left out
     event per subtask: sending a value again is a resend of the same logical event).
 
 Checked by ``tests/test_valve*.py``: the 18 Flink 2.3 traces (model and implementation), and the
-state machines of ``properties/valve_machine.py`` (numbers in docs/properties.md).
+state machines of ``properties/valve/machine.py`` (numbers in docs/properties.md).
 """
 
 from __future__ import annotations

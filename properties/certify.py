@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass, field
 
 from streamproof.impl.operators import KeyedProcessFunction
-from streamproof.properties import job_check
+from streamproof.properties.job import check as job_check
 from streamproof.properties.explore import explore
-from streamproof.properties.job_functions import FUNCTIONS
-from streamproof.properties.job_properties import job_scenarios
+from streamproof.properties.job.functions import FUNCTIONS
+from streamproof.properties.job.catalogue import job_scenarios
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import Scenario, dump_scenario
 from streamproof.properties.verdict import Verdict

@@ -7,14 +7,10 @@ explores scenarios of its family, and the bug-zoo variants it must catch.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-# Modules that register properties when imported (each family adds its own).
-BUILTIN_MODULES = ("streamproof.properties.timers_properties", "streamproof.properties.mailbox_properties", "streamproof.properties.job_properties",
-                   "streamproof.properties.snapshot_properties", "streamproof.properties.valve_properties",
-                   "streamproof.properties.termination_properties")
+from streamproof.properties import families
 
 
 @dataclass(frozen=True)
@@ -48,8 +44,7 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
+        families.load("catalogue")
 
 
 def all_properties() -> list[Property]:

@@ -8,13 +8,12 @@ The kinds drive parsing, dumping and the JSON Schema (:func:`json_schema`), so v
 
 Every problem is reported as a one-line :class:`ScenarioError` naming the step and the field.
 Regenerate the schema file with
-``python3 -m properties.scenario > properties/schemas/scenario.schema.json``.
+``python3 -m streamproof.properties.scenario > properties/schemas/scenario.schema.json``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -29,6 +28,7 @@ from streamproof.impl.keygroups import (
     UPPER_BOUND_MAX_PARALLELISM,
     Int32,
 )
+from streamproof.properties import families
 
 FORMAT = "streamproof.scenario/1"
 # io: unreadable file / not UTF-8; json: not JSON; invalid: wrong type, value or range;
@@ -36,7 +36,6 @@ FORMAT = "streamproof.scenario/1"
 # (family rules such as "new_instance first", and cross-field rules such as end < max_parallelism).
 ERROR_KINDS = ("io", "json", "invalid", "missing", "unknown_field", "unknown_op", "semantic")
 MAX_JSON_DEPTH = 64  # nesting allowed inside params / expected / flink_observed
-FAMILY_MODULES: list[str] = ["streamproof.properties.job_scenario", "streamproof.properties.snapshot_steps", "streamproof.properties.valve_job", "streamproof.properties.termination_scenario"]  # modules that register more families; imported on demand
 
 _MISSING: Any = object()
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
@@ -443,8 +442,7 @@ def register_family(
 
 
 def _ensure_families() -> None:
-    for module in FAMILY_MODULES:
-        importlib.import_module(module)
+    families.load("steps")
 
 
 # -------------------------------------------------------------------------------- scenario
@@ -491,30 +489,30 @@ _TOP_LEVEL = (
     "format", "family", "name", "description", "property", "params", "steps", "expected",
     "flink_observed",
 )
-_TOP = Loc()
+TOP = Loc()  # where whole-scenario errors (params, steps) are reported
 
 
 def scenario_from_dict(d: object) -> Scenario:
     """Validate a decoded JSON document and build the :class:`Scenario`; raises ScenarioError."""
     if not isinstance(d, dict):
-        raise _TOP.expected(None, "a JSON object at the top level", d)
+        raise TOP.expected(None, "a JSON object at the top level", d)
     for key in d:
         if key not in _TOP_LEVEL:
             allowed = ", ".join(_TOP_LEVEL)
-            raise _TOP.error(str(key), f"unknown field (allowed: {allowed})", "unknown_field")
+            raise TOP.error(str(key), f"unknown field (allowed: {allowed})", "unknown_field")
     if "format" in d and d["format"] != FORMAT:
-        raise _TOP.expected("format", json.dumps(FORMAT), d["format"])
+        raise TOP.expected("format", json.dumps(FORMAT), d["format"])
     family = _family(d.get("family", _MISSING))
-    texts = {k: STR.parse(d[k], _TOP, k) for k in ("name", "description", "property") if k in d}
+    texts = {k: STR.parse(d[k], TOP, k) for k in ("name", "description", "property") if k in d}
     params = d.get("params", {})
     if not isinstance(params, dict):
-        raise _TOP.expected("params", "an object", params)
+        raise TOP.expected("params", "an object", params)
     lists = {k: _objects(d[k], k) for k in ("expected", "flink_observed") if k in d}
     steps = d.get("steps", _MISSING)
     if steps is _MISSING:
-        raise _TOP.expected("steps", "a list of steps")
+        raise TOP.expected("steps", "a list of steps")
     if not isinstance(steps, (list, tuple)):
-        raise _TOP.expected("steps", "a list of steps", steps)
+        raise TOP.expected("steps", "a list of steps", steps)
     parsed = tuple(
         parse_step(item, family.steps, Loc(i, f"step {i}")) for i, item in enumerate(steps)
     )
@@ -528,13 +526,13 @@ def _family(value: Any) -> Family:
     if not (isinstance(value, str) and value in FAMILIES):
         _ensure_families()
     if not (isinstance(value, str) and value in FAMILIES):
-        raise _TOP.expected("family", "one of " + ", ".join(FAMILIES), value)
+        raise TOP.expected("family", "one of " + ", ".join(FAMILIES), value)
     return FAMILIES[value]
 
 
 def _objects(value: Any, name: str) -> tuple:
     if not (isinstance(value, (list, tuple)) and all(isinstance(x, dict) for x in value)):
-        raise _TOP.expected(name, "a list of objects", value)
+        raise TOP.expected(name, "a list of objects", value)
     return tuple(_copy_json(x, name) for x in value)
 
 
@@ -552,7 +550,16 @@ def _copy_json(value: Any, name: str = "value", depth: int = 0) -> Any:
     if ok and isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {k: _copy_json(v, name, depth + 1) for k, v in value.items()}
     what = f"plain JSON data (finite numbers, string keys, nested at most {MAX_JSON_DEPTH} deep)"
-    raise _TOP.expected(name, what, value)
+    raise TOP.expected(name, what, value)
+
+
+def require_first_step(scenario: Scenario, op: str) -> None:
+    """Raise a semantic error unless the scenario's first step is ``op``."""
+    if not scenario.steps:
+        raise TOP.expected("steps", f"a first step {op}", [], "semantic")
+    first = scenario.steps[0]
+    if first.op != op:
+        raise step_error(0, first, "op", f"{op} as the first step", first.op)
 
 
 # ---------------------------------------------------------------------------- text and files
@@ -673,7 +680,7 @@ def json_schema() -> dict:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://streamproof.dev/schemas/scenario.schema.json",
         "title": "streamproof scenario",
-        "description": f"A {FORMAT} document; generated by properties.scenario.json_schema().",
+        "description": f"A {FORMAT} document; generated by streamproof.properties.scenario.json_schema().",
         "type": "object",
         "required": ["family", "steps"],
         "additionalProperties": False,
@@ -721,383 +728,8 @@ def _dispatch_schema(classes: Iterable[type[Step]], ref: Callable[[type], str]) 
     }
 
 
-# ----------------------------------------------------------------------------- timers family
-
-DOMAIN = EnumKind(("event", "processing"))
-MAX_PARALLELISM = IntKind(1, UPPER_BOUND_MAX_PARALLELISM)
-
-
-class _KeyGroupsCheck:
-    """``key_group_range`` must lie below ``max_parallelism``."""
-
-    max_parallelism: int
-    key_group_range: tuple[int, int]
-
-    def check(self, loc: Loc) -> None:
-        if self.key_group_range[1] >= self.max_parallelism:
-            what = f"[start, end] with end < max_parallelism ({self.max_parallelism})"
-            raise loc.expected("key_group_range", what, list(self.key_group_range), "semantic")
-
-
-@step
-class NewInstance(_KeyGroupsCheck, Step):
-    """Create a timer service instance owning the key groups of ``key_group_range``."""
-
-    op: ClassVar[str] = "new_instance"
-    max_parallelism: int = arg(MAX_PARALLELISM)
-    key_group_range: tuple[int, int] = arg(KEY_GROUP_RANGE)
-
-
-@step
-class UseInstance(Step):
-    """Send the following steps to an earlier instance (0 = the first one created)."""
-
-    op: ClassVar[str] = "use_instance"
-    index: int = arg(IntKind(0, INT32_MAX))
-
-
-@step
-class SetKey(Step):
-    """Set the current key (the key context of the following registrations)."""
-
-    op: ClassVar[str] = "set_key"
-    key: Any = arg(KEY)
-
-
-@step
-class Register(Step):
-    """Register a timer for the current key."""
-
-    op: ClassVar[str] = "register"
-    domain: str = arg(DOMAIN)
-    namespace: str = arg(STR)
-    ts: int = arg(INT64)
-    action: str | None = arg(EnumKind(("CANCEL", "TRIGGER", "WAIT")), optional=True)
-    service: str | None = arg(STR, optional=True)
-
-
-@step
-class Delete(Step):
-    """Delete a timer of the current key."""
-
-    op: ClassVar[str] = "delete"
-    domain: str = arg(DOMAIN)
-    namespace: str = arg(STR)
-    ts: int = arg(INT64)
-    service: str | None = arg(STR, optional=True)
-
-
-@step
-class AdvanceWatermark(Step):
-    op: ClassVar[str] = "advance_watermark"
-    to: int = arg(INT64)
-
-
-@step
-class TryAdvanceWatermark(Step):
-    """Advance with a should-stop that answers true once ``interrupt_after`` timers fired."""
-
-    op: ClassVar[str] = "try_advance_watermark"
-    to: int = arg(INT64)
-    interrupt_after: int = arg(IntKind(1, INT32_MAX))
-
-
-@step
-class AdvanceProcessingTime(Step):
-    op: ClassVar[str] = "advance_processing_time"
-    to: int = arg(INT64)
-
-
-@step
-class OnFire(Step):
-    """Steps run inside the callback of that timer, every time it fires, in its key context."""
-
-    op: ClassVar[str] = "on_fire"
-    domain: str = arg(DOMAIN)
-    key: Any = arg(KEY)
-    namespace: str = arg(STR)
-    ts: int = arg(INT64)
-    then: tuple = arg(StepsKind(Register, Delete))
-    service: str | None = arg(STR, optional=True)
-
-
-@step
-class Snapshot(Step):
-    op: ClassVar[str] = "snapshot"
-    id: str = arg(STR)
-
-
-@step
-class Restore(_KeyGroupsCheck, Step):
-    """A new instance restoring, from snapshot ``id``, the key groups in its range."""
-
-    op: ClassVar[str] = "restore"
-    id: str = arg(STR)
-    max_parallelism: int = arg(MAX_PARALLELISM)
-    key_group_range: tuple[int, int] = arg(KEY_GROUP_RANGE)
-
-
-@step
-class Count(Step):
-    """Observe the numbers of event, processing and physical timers."""
-
-    op: ClassVar[str] = "count"
-
-
-def validate_timers(scenario: Scenario) -> None:
-    """An instance exists before any step but ``on_fire``; indices and snapshot ids exist."""
-    instances, snapshots = 0, []
-    for i, s in enumerate(scenario.steps):
-        if isinstance(s, OnFire):
-            continue
-        if instances == 0 and not isinstance(s, NewInstance):
-            raise step_error(i, s, "op", "new_instance before any step other than on_fire", s.op)
-        if isinstance(s, UseInstance) and s.index >= instances:
-            what = f"an index below {instances} (instances so far)"
-            raise step_error(i, s, "index", what, s.index)
-        if isinstance(s, Restore) and s.id not in snapshots:
-            known = ", ".join(snapshots)
-            raise step_error(i, s, "id", f"the id of an earlier snapshot ({known})", s.id)
-        if isinstance(s, Snapshot):
-            snapshots.append(s.id)
-        if isinstance(s, (NewInstance, Restore)):
-            instances += 1
-    if instances == 0:
-        raise _TOP.expected("steps", "at least one new_instance step", [], "semantic")
-
-
-TIMER_STEPS = [
-    NewInstance, UseInstance, SetKey, Register, Delete, AdvanceWatermark, TryAdvanceWatermark,
-    AdvanceProcessingTime, OnFire, Snapshot, Restore, Count,
-]
-register_family("timers", TIMER_STEPS, validate_timers)
-
-
-# ---------------------------------------------------------------------------- mailbox family
-
-PRIORITY = IntKind(-1, INT32_MAX)  # -1 = TaskMailbox.MIN_PRIORITY: take any mail, deferrable too
-MAIL_PRIORITY = IntKind(0, INT32_MAX)
-
-
-@step
-class NewMailbox(Step):
-    op: ClassVar[str] = "new_mailbox"
-
-
-@step
-class Put(Step):
-    op: ClassVar[str] = "put"
-    mail: str = arg(STR)
-    priority: int = arg(MAIL_PRIORITY)
-    options: str = arg(EnumKind(("default", "deferrable", "urgent")))
-
-
-@step
-class TryTake(Step):
-    op: ClassVar[str] = "try_take"
-    priority: int = arg(PRIORITY)
-
-
-@step
-class CreateBatch(Step):
-    op: ClassVar[str] = "create_batch"
-
-
-@step
-class TryTakeFromBatch(Step):
-    op: ClassVar[str] = "try_take_from_batch"
-
-
-@step
-class TryYield(Step):
-    """An executor of that priority runs the mail it takes."""
-
-    op: ClassVar[str] = "try_yield"
-    priority: int = arg(PRIORITY)
-
-
-@step
-class ShouldInterrupt(Step):
-    op: ClassVar[str] = "should_interrupt"
-    priority: int = arg(PRIORITY)
-
-
-@step
-class HasMail(Step):
-    op: ClassVar[str] = "has_mail"
-
-
-@step
-class Size(Step):
-    op: ClassVar[str] = "size"
-
-
-@step
-class Quiesce(Step):
-    op: ClassVar[str] = "quiesce"
-
-
-@step
-class Close(Step):
-    op: ClassVar[str] = "close"
-
-
-def _first_step(scenario: Scenario, op: str) -> None:
-    if not scenario.steps:
-        raise _TOP.expected("steps", f"a first step {op}", [], "semantic")
-    first = scenario.steps[0]
-    if first.op != op:
-        raise step_error(0, first, "op", f"{op} as the first step", first.op)
-
-
-def validate_mailbox(scenario: Scenario) -> None:
-    """The first step is ``new_mailbox``."""
-    _first_step(scenario, "new_mailbox")
-
-
-MAILBOX_STEPS = [
-    NewMailbox, Put, TryTake, CreateBatch, TryTakeFromBatch, TryYield, ShouldInterrupt, HasMail,
-    Size, Quiesce, Close,
-]
-register_family("mailbox", MAILBOX_STEPS, validate_mailbox)
-
-
-# ------------------------------------------------------------------------------ valve family
-
-SUBTASK = IntKind(0, UPPER_BOUND_MAX_PARALLELISM - 1)
-EVENT = INT32  # the int payload of the test operator event
-CHECKPOINT = IntKind(0, INT64_MAX)
-RESTORED_CHECKPOINT = IntKind(-1, INT64_MAX)  # -1 = no checkpoint (restore to the initial state)
-
-
-@step
-class NewHolder(Step):
-    op: ClassVar[str] = "new_holder"
-    parallelism: int = arg(IntKind(1, UPPER_BOUND_MAX_PARALLELISM))
-
-
-@step
-class Send(Step):
-    """Coordinator → subtask, through the subtask's gateway."""
-
-    op: ClassVar[str] = "send"
-    subtask: int = arg(SUBTASK)
-    event: int = arg(EVENT)
-
-
-@step
-class FromSubtask(Step):
-    op: ClassVar[str] = "from_subtask"
-    subtask: int = arg(SUBTASK)
-    event: int = arg(EVENT)
-
-
-@step
-class Trigger(Step):
-    op: ClassVar[str] = "trigger"
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class Complete(Step):
-    op: ClassVar[str] = "complete"
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class Result(Step):
-    op: ClassVar[str] = "result"
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class Ack(Step):
-    op: ClassVar[str] = "ack"
-    subtask: int = arg(SUBTASK)
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class NotifyComplete(Step):
-    op: ClassVar[str] = "notify_complete"
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class NotifyAborted(Step):
-    op: ClassVar[str] = "notify_aborted"
-    checkpoint: int = arg(CHECKPOINT)
-
-
-@step
-class AbortTriggering(Step):
-    op: ClassVar[str] = "abort_triggering"
-
-
-@step
-class Reset(Step):
-    """Global failover: reset the coordinator to ``checkpoint`` (-1: none)."""
-
-    op: ClassVar[str] = "reset"
-    checkpoint: int = arg(RESTORED_CHECKPOINT)
-
-
-@step
-class FailSubtask(Step):
-    op: ClassVar[str] = "fail_subtask"
-    subtask: int = arg(SUBTASK)
-
-
-@step
-class RestartSubtask(Step):
-    """Region failover: a new attempt of ``subtask`` restored to ``checkpoint`` (-1: none)."""
-
-    op: ClassVar[str] = "restart_subtask"
-    subtask: int = arg(SUBTASK)
-    checkpoint: int = arg(RESTORED_CHECKPOINT)
-
-
-@step
-class Rpc(Step):
-    """How the RPCs of the following sends to ``subtask`` complete."""
-
-    op: ClassVar[str] = "rpc"
-    subtask: int = arg(SUBTASK)
-    mode: str = arg(EnumKind(("ack", "pending", "lost")))
-
-
-@step
-class RpcAckAll(Step):
-    op: ClassVar[str] = "rpc_ack_all"
-
-
-@step
-class RpcFailAll(Step):
-    op: ClassVar[str] = "rpc_fail_all"
-
-
-def validate_valve(scenario: Scenario) -> None:
-    """The first step is ``new_holder``; every subtask is below the current parallelism."""
-    _first_step(scenario, "new_holder")
-    parallelism = 0
-    for i, s in enumerate(scenario.steps):
-        if isinstance(s, NewHolder):
-            parallelism = s.parallelism
-        subtask = getattr(s, "subtask", None)
-        if subtask is not None and subtask >= parallelism:
-            what = f"a subtask below the parallelism {parallelism}"
-            raise step_error(i, s, "subtask", what, subtask)
-
-
-VALVE_STEPS = [
-    NewHolder, Send, FromSubtask, Trigger, Complete, Result, Ack, NotifyComplete, NotifyAborted,
-    AbortTriggering, Reset, FailSubtask, RestartSubtask, Rpc, RpcAckAll, RpcFailAll,
-]
-register_family("valve", VALVE_STEPS, validate_valve)
-
-
 if __name__ == "__main__":
-    # Run as a script this file is a second module (__main__): the families of FAMILY_MODULES
+    # Run as a script this file is a second module (__main__): the families' steps modules
     # register into properties.scenario, so print that module's schema.
     from streamproof.properties.scenario import json_schema as registered_schema
 

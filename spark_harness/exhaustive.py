@@ -98,7 +98,7 @@ def _timers_scope(bound: dict, depth: int) -> SmallScope:
 def _timers_fingerprint(steps: list) -> list[str]:
     """The implementation's state after each step: per instance the current key, clock, and per
     service the watermark, the pending timers of both domains and the physical timer."""
-    from streamproof.properties.timers_runner import ImplTimersRun, RunEnded
+    from streamproof.properties.timers.runner import ImplTimersRun, RunEnded
 
     run, states = ImplTimersRun(), []
     for index, step in enumerate(steps):
@@ -171,14 +171,14 @@ def _valve_scope(bound: dict, depth: int) -> SmallScope:
 
 
 def _valve_prepare(events: int, scenario):
-    """The valve family's realism rules (``properties.valve_check``): every send carries the
+    """The valve family's realism rules (``streamproof.properties.valve.check``): every send carries the
     coordinator's next number for its subtask (``canonical``); a sequence a real JobManager could
     not produce (``unrealistic``), or that sends a subtask more than ``events`` events, is cut
     before that step."""
     import dataclasses
     import re
 
-    from streamproof.properties.valve_check import canonical, unrealistic
+    from streamproof.properties.valve.check import canonical, unrealistic
 
     scenario = canonical(scenario)
     cut = len(scenario.steps)

@@ -168,9 +168,9 @@ def reproduce_command(prop: str, seed: int, examples: int, step_count: int, inje
         return f"{env}streamproof check {shlex.quote(prop)} --seed {seed} --examples {examples}"
     if profile_known and inject is not None and inject_caught_by == prop:
         return f"{env}streamproof bugzoo {shlex.quote(inject)} --seed {seed} --examples {examples}"
-    code = "from properties import registry; from properties.explore import explore; "
+    code = "from streamproof.properties import registry; from streamproof.properties.explore import explore; "
     if inject is not None:
-        code += f"from properties.bugzoo import get_variant; get_variant({inject!r}).patch().__enter__(); "
+        code += f"from streamproof.properties.bugzoo import get_variant; get_variant({inject!r}).patch().__enter__(); "
     code += (f"e = explore(registry.get({prop!r}), {examples}, seed={seed}, step_count={step_count}); "
              "print(e.verdict, e.invariant, e.message)")
     return f"python -c {shlex.quote(code)}"

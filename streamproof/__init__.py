@@ -24,8 +24,8 @@ _PUBLIC = {
     "dump_scenario": "streamproof.properties.scenario",
     "Scenario": "streamproof.properties.scenario",
     "ScenarioError": "streamproof.properties.scenario",
-    "replay": "streamproof.replay",
-    "ReplayResult": "streamproof.replay",
+    "replay": "streamproof.replayer",
+    "ReplayResult": "streamproof.replayer",
     "all_properties": "streamproof.properties.registry",
     "explore": "streamproof.properties.explore",
 }
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is impor
         load_scenario,
         load_scenario_file,
     )
-    from streamproof.replay import ReplayResult, replay
+    from streamproof.replayer import ReplayResult, replay
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,7 @@ import click
 from streamproof.properties import registry
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file
 from streamproof import __version__
-from streamproof.replay import NothingToCheck, ReplayResult, replay
+from streamproof.replayer import NothingToCheck, ReplayResult, replay
 
 EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # click >= 8.2 raises this (a UsageError that prints the help) for a bare ``streamproof``: left alone.

@@ -10,7 +10,7 @@ import click
 
 
 def _models() -> dict:
-    from streamproof.properties.z3_flush import MODELS
+    from streamproof.properties.termination.z3_flush import MODELS
     return MODELS
 
 

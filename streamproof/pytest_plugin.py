@@ -2,7 +2,7 @@
 
 * marker ``@pytest.mark.streamproof(property="timers.differential")``: names the property a test
   is about (``streamproof_check`` uses it when called without a name);
-* fixture ``streamproof_replay``: :func:`streamproof.replay.replay`, to check a scenario;
+* fixture ``streamproof_replay``: :func:`streamproof.replayer.replay`, to check a scenario;
 * fixture ``streamproof_check``: ``streamproof_check(property=None, examples=100, seed=0)``
   explores a property with Hypothesis and returns the
   :class:`~properties.explore.Exploration` (it asserts nothing: the test decides);
@@ -40,7 +40,7 @@ def _marked_property(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture
 def streamproof_replay() -> Callable:
     """``replay(scenario) -> ReplayResult``."""
-    from streamproof.replay import replay
+    from streamproof.replayer import replay
 
     return replay
 

@@ -271,7 +271,7 @@ def test_version():
 def test_pytest_plugin_marker_and_fixtures(tmp_path):
     (tmp_path / "test_user.py").write_text(
         "import pytest\n"
-        "from properties.scenario import load_scenario_file\n"
+        "from streamproof.properties.scenario import load_scenario_file\n"
         f"EXAMPLE = {str(EXAMPLES[0])!r}\n"
         "def test_replay(streamproof_replay):\n"
         "    assert streamproof_replay(load_scenario_file(EXAMPLE)).holds\n"

@@ -9,8 +9,8 @@ from streamproof.impl.sim import Fault, SimulationError, simulate
 from streamproof.impl.task import TaskConfig, Watermark
 from streamproof.properties import registry
 from streamproof.properties.explore import explore
-from streamproof.properties.job_functions import TimerChain, WindowSum
-from streamproof.properties.job_properties import REACHABILITY
+from streamproof.properties.job.functions import TimerChain, WindowSum
+from streamproof.properties.job.catalogue import REACHABILITY
 
 JOB_PROPERTIES = [p.name for p in registry.for_family("job")]
 

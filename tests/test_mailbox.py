@@ -16,13 +16,13 @@ from streamproof.model import mailbox as spec
 from streamproof.properties import registry
 from streamproof.properties.bugzoo import get_variant
 from streamproof.properties.explore import explore
-from streamproof.properties.mailbox_machine import MailboxMachine
-from streamproof.properties.mailbox_runner import normalize, run_impl, run_model
-from streamproof.properties.scenario import (
-    Close, CreateBatch, HasMail, NewMailbox, Put, Quiesce, ShouldInterrupt, Size, TryTake,
-    TryTakeFromBatch, TryYield, load_scenario_file,
+from streamproof.properties.mailbox.machine import MailboxMachine
+from streamproof.properties.mailbox.runner import normalize, run_impl, run_model
+from streamproof.properties.mailbox.steps import (
+    Close, CreateBatch, HasMail, NewMailbox, Put, Quiesce, ShouldInterrupt, Size, TryTake, TryTakeFromBatch, TryYield,
 )
-from streamproof.replay import replay
+from streamproof.properties.scenario import load_scenario_file
+from streamproof.replayer import replay
 
 TestMailboxDifferential = MailboxMachine.TestCase
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "mailbox").glob("*.json"))

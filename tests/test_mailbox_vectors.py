@@ -5,10 +5,10 @@ import copy
 
 import pytest
 
-from streamproof.properties.mailbox_check import check_mailbox
-from streamproof.properties.mailbox_runner import difference, normalize, run_impl, run_model, same_trace
+from streamproof.properties.mailbox.check import check_mailbox
+from streamproof.properties.mailbox.runner import difference, normalize, run_impl, run_model, same_trace
 from streamproof.properties.scenario import scenario_from_dict
-from streamproof.replay import replay
+from streamproof.replayer import replay
 from tests.vectors import load
 
 CASES = load("flink_mailbox_traces.json")["cases"]

@@ -1,4 +1,4 @@
-"""The z3 models (properties/z3kit.py, properties/z3_flush.py): the flush's invariants are proved
+"""The z3 models (properties/z3kit.py, properties/termination/z3_flush.py): the flush's invariants are proved
 by k-induction; each known-bug variant of the model is refuted with a counterexample; the
 head-only counterexample replays on the implementation, where the bug zoo's patch loses the same
 timer; and ``streamproof prove`` reports it all."""
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamproof.properties.bugzoo import get_variant
-from streamproof.properties.z3_flush import VARIANTS, flush_system, replay_on_impl
+from streamproof.properties.termination.z3_flush import VARIANTS, flush_system, replay_on_impl
 from streamproof.properties.z3kit import bmc, prove
 from streamproof.cli import cli
 

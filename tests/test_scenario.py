@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 
 from streamproof.impl.keygroups import Int32
 from streamproof.properties import scenario as sc
+from streamproof.properties.timers import steps as timer_steps
 from streamproof.properties.scenario import (
     ERROR_KINDS,
     FAMILIES,
@@ -106,8 +107,8 @@ def test_scenario_file_round_trip(tmp_path):
 def test_steps_are_typed_frozen_and_hashable():
     s = scenario_from_dict(next(c for c in CASES if c["name"] == "callback_deletes_pending_timer"))
     new, on_fire = s.steps[0], s.steps[4]
-    assert isinstance(new, sc.NewInstance) and new.key_group_range == (0, 127)
-    assert isinstance(on_fire, sc.OnFire) and on_fire.then == (sc.Delete("event", "n", 11),)
+    assert isinstance(new, timer_steps.NewInstance) and new.key_group_range == (0, 127)
+    assert isinstance(on_fire, timer_steps.OnFire) and on_fire.then == (timer_steps.Delete("event", "n", 11),)
     assert len({*s.steps, *s.steps}) == len(set(s.steps))
     with pytest.raises(AttributeError):
         new.max_parallelism = 1  # type: ignore[misc]
@@ -120,11 +121,11 @@ def test_steps_are_typed_frozen_and_hashable():
 
 def test_python_built_scenario_dumps_and_loads():
     s = Scenario("timers", [
-        sc.NewInstance(128, [0, 127]),
-        sc.SetKey(Int32(-3)),
-        sc.Register("event", "w", -(2**63), action="WAIT", service="user"),
-        sc.OnFire("event", 2**63 - 1, "w", 5, [sc.Delete("event", "w", 6, service="s")]),
-        sc.Count(),
+        timer_steps.NewInstance(128, [0, 127]),
+        timer_steps.SetKey(Int32(-3)),
+        timer_steps.Register("event", "w", -(2**63), action="WAIT", service="user"),
+        timer_steps.OnFire("event", 2**63 - 1, "w", 5, [timer_steps.Delete("event", "w", 6, service="s")]),
+        timer_steps.Count(),
     ], params={"max_parallelism": 128}, description="built in Python", property="p")
     assert s.steps[0].key_group_range == (0, 127) and isinstance(s.steps[3].then, tuple)
     assert load_scenario(dump_scenario(s)) == s
@@ -300,7 +301,7 @@ def test_exact_messages():
     )
     with pytest.raises(ScenarioError) as e:
         scenario_from_dict(timers(family="foo"))
-    assert str(e.value).startswith("field 'family': expected one of timers, mailbox, valve")
+    assert str(e.value).startswith("field 'family': expected one of timers, mailbox, job, snapshots, termination, valve")
     assert str(e.value).endswith(', got "foo"')
 
 

@@ -14,7 +14,7 @@ from streamproof.impl.snapshot_format import (
 )
 from streamproof.impl.termination import TimerTerminationAction
 from streamproof.impl.timers import InternalTimer
-from streamproof.properties.snapshot_fuzz import (
+from streamproof.properties.snapshots.fuzz import (
     MUTATIONS, FuzzReport, check_one, corpus, fuzz_reader, mutate, random_contents, reseal,
 )
 

@@ -12,8 +12,8 @@ from streamproof.properties import registry
 from streamproof.properties.bugzoo import all_variants
 from streamproof.properties.reach import counting
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario, load_scenario_file
-from streamproof.properties.snapshot_machine import REACHABILITY, SnapshotMachine
-from streamproof.replay import replay
+from streamproof.properties.snapshots.machine import REACHABILITY, SnapshotMachine
+from streamproof.replayer import replay
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples" / "snapshots").glob("*.json"))

@@ -4,8 +4,8 @@
 import pytest
 
 from streamproof.properties.scenario import scenario_from_dict
-from streamproof.properties.timers_check import check_timers
-from streamproof.properties.timers_runner import ModelTimersRun, normalize, run_impl, run_model, same_trace
+from streamproof.properties.timers.check import check_timers
+from streamproof.properties.timers.runner import ModelTimersRun, normalize, run_impl, run_model, same_trace
 from tests.vectors import load
 
 CASES = load("flink_timer_traces.json")["cases"]

@@ -5,7 +5,7 @@ from hypothesis import settings
 
 from streamproof.properties import registry
 from streamproof.properties.explore import explore
-from streamproof.properties.timers_machine import TimersMachine
+from streamproof.properties.timers.machine import TimersMachine
 
 TestTimersDifferential = TimersMachine.TestCase
 

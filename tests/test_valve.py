@@ -17,11 +17,11 @@ from streamproof.properties import registry
 from streamproof.properties.explore import explore
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import ScenarioError, load_scenario, load_scenario_file
-from streamproof.properties.valve_check import (
+from streamproof.properties.valve.check import (
     INVARIANTS, check_valve, minimize, one_step_shorter_fails, subtask_events_inconsistency, unrealistic,
 )
-from streamproof.properties.valve_machine import machine_for
-from streamproof.replay import replay
+from streamproof.properties.valve.machine import machine_for
+from streamproof.replayer import replay
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples" / "valve").glob("*.json"))

@@ -11,8 +11,8 @@ from streamproof.properties import registry
 from streamproof.properties.explore import explore
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import ScenarioError, load_scenario
-from streamproof.properties.valve_job import REACHABILITY, check_valve_job, valve_job_scenarios
-from streamproof.replay import replay
+from streamproof.properties.valve.job import REACHABILITY, check_valve_job, valve_job_scenarios
+from streamproof.replayer import replay
 
 
 def _prop(protocol):

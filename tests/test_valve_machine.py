@@ -11,7 +11,7 @@ from hypothesis.stateful import get_state_machine_test
 from streamproof.properties import registry
 from streamproof.properties.reach import counting
 from streamproof.properties.scenario import dump_scenario
-from streamproof.properties.valve_machine import REACHABILITY, machine_for
+from streamproof.properties.valve.machine import REACHABILITY, machine_for
 
 NAMES = ("valve.consistent-checkpoints", "valve.differential", "valve.exactly-once", "valve.liveness")
 

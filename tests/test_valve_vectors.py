@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from streamproof.properties.scenario import scenario_from_dict
-from streamproof.properties.valve_check import INVARIANTS, check_valve
-from streamproof.properties.valve_runner import difference, normalize, run_impl, run_model, same_trace
+from streamproof.properties.valve.check import INVARIANTS, check_valve
+from streamproof.properties.valve.runner import difference, normalize, run_impl, run_model, same_trace
 from streamproof.cli import cli
-from streamproof.replay import replay
+from streamproof.replayer import replay
 from tests.vectors import load
 
 CASES = load("flink_valve_traces.json")["cases"]

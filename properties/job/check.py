@@ -1,0 +1,171 @@
+"""Checks of a ``job`` scenario: the faulty run (interruptions, checkpoints, failures, rescales)
+against the job's reference, its failure-free uninterrupted run.
+
+  * ``job.exactly-once``: the committed output equals the reference's as a multiset, and per key
+    in the order the operator promises (window ends increasing);
+  * ``job.timer-effects-once``: every timer's effect (key, timer timestamp) is committed exactly once;
+  * ``job.watermarks``: in every task attempt, output watermarks strictly increase and no record
+    produced by a timer at or below a watermark leaves after that watermark;
+  * ``job.end-of-input``: with drain, MAX_WATERMARK leaves before EndOfData and nothing after it
+    (FLINK-39481), and every interrupted timer firing made progress (FLIP-443: at least one
+    timer per attempt).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+from streamproof.impl.job import JobSpec
+from streamproof.impl.operators import StreamRecord
+from streamproof.model import job as job_model
+from streamproof.impl.sim import SimulationError, SimulationResult, simulate
+from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.properties.job.functions import FUNCTIONS
+from streamproof.properties.job.steps import faults_of, job_params, sources_of, task_config
+from streamproof.properties.bugzoo import clears_on_patch
+from streamproof.properties.reach import note
+from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
+from streamproof.properties.verdict import Verdict
+
+
+def _spec(scenario: Scenario, interruptible: bool | None) -> JobSpec:
+    params = job_params(scenario)
+    function = FUNCTIONS[params["operator"]]
+    return JobSpec(sources_of(scenario), function, parallelism=params["parallelism"],
+                   max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
+                   config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
+                   async_mail_rate=params["async_mail_rate"])
+
+
+@lru_cache(maxsize=256)
+def _runs(text: str) -> tuple[SimulationResult | str, SimulationResult | str]:
+    """(faulty run, reference run) of a scenario, shared by the job properties."""
+    scenario = load_scenario(text)
+    seed = job_params(scenario)["seed"]
+    out = []
+    for interruptible, faults in ((None, faults_of(scenario)), (False, ())):
+        try:
+            out.append(simulate(_spec(scenario, interruptible), seed, faults))
+        except (SimulationError, RuntimeError) as e:
+            out.append(f"{type(e).__name__}: {e}")
+    return out[0], out[1]
+
+
+clears_on_patch(_runs.cache_clear)
+
+
+def runs(scenario: Scenario):
+    return _runs(dump_scenario(scenario))
+
+
+def _observed(run: SimulationResult) -> list[dict]:
+    return [{"event": "committed", "record": list(r)} for r in run.committed] + \
+           [{"event": e[0], "detail": list(e[1:])} for e in run.events]
+
+
+def _reach(run: SimulationResult) -> None:
+    if run.interrupted_firings_seen:
+        note("timer firing interrupted")
+    for fault in run.faults_applied:
+        if fault.after_checkpoint:
+            note("failure after a checkpoint taken inside an interrupted firing")
+        note({"fail_in_interrupted_firing": "failure inside an interrupted firing",
+              "rescale": "rescaled restore", "fail": "failure at a step"}[fault.kind])
+    if any(e[0] == "failover" and e[3] is not None for e in run.events):
+        note("restored from a completed checkpoint")
+    if run.channel_state_records:
+        note("unaligned checkpoint carried in-flight records")
+    if any(e[0] == "failover" and e[3] is None for e in run.events):
+        note("restarted before the first checkpoint")
+
+
+def check_job(scenario: Scenario, prop: str) -> Verdict:
+    faulty, reference = runs(scenario)
+    if isinstance(reference, str):
+        return Verdict(prop, False, [], "reference-run", f"the failure-free run did not finish: {reference}")
+    if isinstance(faulty, str):
+        return Verdict(prop, False, [], "job-finishes", faulty)
+    _reach(faulty)
+    observed = _observed(faulty)
+    expected = model_reference(scenario)
+    if Counter(reference.committed) != expected:
+        extra = sorted(Counter(reference.committed) - expected, key=repr)[:3]
+        missing = sorted(expected - Counter(reference.committed), key=repr)[:3]
+        return Verdict(prop, False, observed, "reference-run-matches-model",
+                       f"the failure-free run differs from model/job.py: extra {extra}, missing {missing}")
+    problem = CHECKS[prop](faulty, reference)
+    if problem:
+        invariant, message = problem
+        return Verdict(prop, False, observed, invariant, message)
+    return Verdict(prop, True, observed)
+
+
+def model_reference(scenario: Scenario) -> Counter:
+    """``model/job.py``'s reference output for the scenario (independent of the implementation)."""
+    params = job_params(scenario)
+    sources = [[("record", e.key, e.value, e.timestamp) if isinstance(e, StreamRecord) else ("watermark", e.timestamp)
+                for e in source] for source in sources_of(scenario)]
+    return job_model.reference_output(params["operator"], sources, params["drain"])
+
+
+def _exactly_once(run: SimulationResult, reference: SimulationResult):
+    got, want = Counter(run.committed), Counter(reference.committed)
+    if got != want:
+        extra, missing = sorted(got - want, key=repr)[:3], sorted(want - got, key=repr)[:3]
+        return "committed-equals-reference", f"extra {extra}, missing {missing}"
+    per_key: dict = {}
+    for record in run.committed:
+        key, ts = record[0], record[1]
+        if per_key.get(key, -2**63 - 1) >= ts:
+            return "per-key-order", f"key {key!r}: window {ts} committed after window {per_key[key]}"
+        per_key[key] = ts
+    return None
+
+
+def _timer_effects_once(run: SimulationResult, reference: SimulationResult):
+    effects = Counter((r[0], r[1]) for r in run.committed)
+    twice = [e for e, n in effects.items() if n > 1]
+    if twice:
+        return "each-timer-effect-once", f"timer effects committed more than once: {sorted(twice, key=repr)[:3]}"
+    lost = sorted({(r[0], r[1]) for r in reference.committed} - set(effects), key=repr)
+    if lost:
+        return "each-timer-effect-once", f"timer effects never committed: {lost[:3]}"
+    return None
+
+
+def _watermarks(run: SimulationResult, reference: SimulationResult):
+    for attempt, subtask, log in run.output_logs:
+        last = None
+        for position, entry in enumerate(log):
+            if entry[0] == "watermark":
+                if last is not None and entry[1] <= last:
+                    return "watermarks-strictly-increase", f"attempt {attempt} subtask {subtask}: {entry[1]} after {last}"
+                last = entry[1]
+            elif entry[0] == "record" and entry[3] == "timer" and last is not None and entry[2] <= last:
+                return ("no-timer-output-behind-its-watermark",
+                        f"attempt {attempt} subtask {subtask}: timer {entry[2]} output {entry[1]!r} after watermark {last}")
+    return None
+
+
+def _end_of_input(run: SimulationResult, reference: SimulationResult):
+    for attempt, subtask, log in run.output_logs:
+        kinds = [e[0] for e in log]
+        if "end_of_data" not in kinds:
+            continue
+        end = kinds.index("end_of_data")
+        if end != len(log) - 1:
+            return "nothing-after-end-of-data", f"attempt {attempt} subtask {subtask}: {log[end + 1]!r} after EndOfData"
+        if ("watermark", MAX_WATERMARK) not in log[:end]:
+            return "max-watermark-before-end-of-data", f"attempt {attempt} subtask {subtask} ended without MAX_WATERMARK"
+    for attempt, subtask, stalled in run.stalled_firings:
+        return "interrupted-firing-makes-progress", f"attempt {attempt} subtask {subtask}: {stalled} interrupted advances fired no timer"
+    return None
+
+
+CHECKS = {
+    "job.exactly-once": _exactly_once,
+    "job.timer-effects-once": _timer_effects_once,
+    "job.watermarks": _watermarks,
+    "job.end-of-input": _end_of_input,
+}

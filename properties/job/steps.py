@@ -1,0 +1,153 @@
+"""The ``job`` scenario family: the input of each source, the faults, and the job's settings.
+
+Steps are data: ``record`` and ``watermark`` append to a source's input in order; ``fail``,
+``fail_in_interrupted_firing`` and ``rescale`` schedule faults. ``params`` holds the job's
+settings (see :data:`DEFAULT_PARAMS`); the interleaving of tasks comes from ``params.seed``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from streamproof.impl.operators import StreamRecord
+from streamproof.impl.sim import Fault
+from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.properties.scenario import (
+    BOOL, INT64, KEY, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
+)
+
+DEFAULT_PARAMS: dict[str, Any] = {
+    "operator": "window_sum",     # a name in streamproof.properties.job.functions.FUNCTIONS
+    "sources": 2,                 # source parallelism
+    "parallelism": 2,             # operator parallelism
+    "max_parallelism": 16,
+    "checkpoint_interval": 20,
+    "interruptible_timers": True,
+    "unaligned": False,
+    "channel_capacity": 4,
+    "async_mail_rate": 0.3,
+    "seed": 0,
+    "drain": True,
+}
+SOURCE = IntKind(0, 63)
+PARALLELISM = IntKind(1, 64)
+
+
+@step
+class Record(Step):
+    """A record read by source subtask ``source``."""
+
+    op: ClassVar[str] = "record"
+    source: int = arg(SOURCE)
+    key: Any = arg(KEY)
+    value: int = arg(INT64)
+    ts: int = arg(INT64)
+
+
+@step
+class SourceWatermark(Step):
+    """A watermark emitted by source subtask ``source`` (no later record of it may be at or below it)."""
+
+    op: ClassVar[str] = "watermark"
+    source: int = arg(SOURCE)
+    ts: int = arg(INT64)
+
+
+@step
+class Fail(Step):
+    """A task fails at simulation step ``at``; the job fails over to the latest checkpoint."""
+
+    op: ClassVar[str] = "fail"
+    at: int = arg(IntKind(1, 10**9))
+    subtask: int | None = arg(IntKind(0, 63), optional=True)
+
+
+@step
+class FailInInterruptedFiring(Step):
+    """A task fails the ``nth`` time a task is between two parts of an interrupted firing."""
+
+    op: ClassVar[str] = "fail_in_interrupted_firing"
+    nth: int = arg(IntKind(1, 10**9))
+    after_checkpoint: bool | None = arg(BOOL, optional=True)  # only once a checkpoint completed during it
+
+
+@step
+class Rescale(Step):
+    """At step ``at`` the job restarts from its latest checkpoint with another parallelism."""
+
+    op: ClassVar[str] = "rescale"
+    at: int = arg(IntKind(1, 10**9))
+    parallelism: int = arg(PARALLELISM)
+
+
+def validate_job(scenario: Scenario) -> None:
+    params = job_params(scenario)
+    sources = params["sources"]
+    last_watermark: dict[int, int] = {}
+    for i, s in enumerate(scenario.steps):
+        if isinstance(s, (Record, SourceWatermark)) and s.source >= sources:
+            raise step_error(i, s, "source", f"a source below params.sources ({sources})", s.source)
+        if isinstance(s, SourceWatermark):
+            last_watermark[s.source] = max(s.ts, last_watermark.get(s.source, s.ts))
+        if isinstance(s, Record) and s.source in last_watermark and s.ts <= last_watermark[s.source]:
+            raise step_error(i, s, "ts", f"a timestamp above the source's last watermark "
+                             f"({last_watermark[s.source]}): the record would be late", s.ts)
+        if isinstance(s, Rescale) and s.parallelism > params["max_parallelism"]:
+            raise step_error(i, s, "parallelism", f"at most max_parallelism ({params['max_parallelism']})", s.parallelism)
+
+
+def job_params(scenario: Scenario) -> dict:
+    params = {**DEFAULT_PARAMS, **scenario.params}
+    unknown = set(scenario.params) - set(DEFAULT_PARAMS)
+    if unknown:
+        raise TOP.expected("params", f"only {', '.join(DEFAULT_PARAMS)}", sorted(unknown)[0], "semantic")
+    from streamproof.properties.job.functions import FUNCTIONS
+    if params["operator"] not in FUNCTIONS:
+        raise TOP.expected("params", f"operator one of {', '.join(FUNCTIONS)}", params["operator"], "semantic")
+    check_job_settings(params)
+    return params
+
+
+def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_timers", "unaligned", "drain")) -> None:
+    """The settings every job-shaped family shares: sizes, ``flags`` (booleans), the mail rate."""
+    for name in ("sources", "parallelism", "max_parallelism", "checkpoint_interval", "channel_capacity"):
+        if not isinstance(params[name], int) or isinstance(params[name], bool) or params[name] < 1:
+            raise TOP.expected("params", f"{name}: a positive integer", params[name], "semantic")
+    if params["parallelism"] > params["max_parallelism"]:
+        raise TOP.expected("params", "parallelism <= max_parallelism", params["parallelism"], "semantic")
+    for name in flags:
+        if not isinstance(params[name], bool):
+            raise TOP.expected("params", f"{name}: true or false", params[name], "semantic")
+    if not isinstance(params["async_mail_rate"], (int, float)) or not 0 <= params["async_mail_rate"] <= 1:
+        raise TOP.expected("params", "async_mail_rate in [0, 1]", params["async_mail_rate"], "semantic")
+
+
+def sources_of(scenario: Scenario) -> list[list]:
+    sources: list[list] = [[] for _ in range(job_params(scenario)["sources"])]
+    for s in scenario.steps:
+        if isinstance(s, Record):
+            sources[s.source].append(StreamRecord(s.key, s.value, s.ts))
+        elif isinstance(s, SourceWatermark):
+            sources[s.source].append(Watermark(s.ts))
+    return sources
+
+
+def faults_of(scenario: Scenario) -> tuple[Fault, ...]:
+    faults = []
+    for s in scenario.steps:
+        if isinstance(s, Fail):
+            faults.append(Fault("fail", at=s.at, subtask=s.subtask or 0))
+        elif isinstance(s, FailInInterruptedFiring):
+            faults.append(Fault("fail_in_interrupted_firing", nth=s.nth, after_checkpoint=bool(s.after_checkpoint)))
+        elif isinstance(s, Rescale):
+            faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism))
+    return tuple(faults)
+
+
+def task_config(params: dict, interruptible: bool | None = None) -> TaskConfig:
+    return TaskConfig(interruptible_timers=params["interruptible_timers"] if interruptible is None else interruptible,
+                      unaligned_checkpoints=params["unaligned"], drain=params["drain"])
+
+
+JOB_STEPS = [Record, SourceWatermark, Fail, FailInInterruptedFiring, Rescale]
+register_family("job", JOB_STEPS, validate_job)

@@ -1,0 +1,103 @@
+"""Known-bug variants of copy-on-write timer snapshots and their format.
+
+Caught by ``snapshots.point-in-time`` (what a snapshot holds, what is left behind) and
+``snapshots.restore-equivalence`` (what a restore brings back).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import streamproof.impl.snapshot_format as snapshot_format
+from streamproof.impl.snapshots import BASE_VERSION, SnapshotVersions, VersionedTimerQueue
+from streamproof.impl.termination import TimerTerminationAction
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.timers.bugzoo import patched
+
+POINT_IN_TIME = "snapshots.point-in-time"
+RESTORE = "snapshots.restore-equivalence"
+
+
+@variant("seed-single-create-delete-pair", "FLINK-9182 (seed design)", POINT_IN_TIME,
+         "Each timer has one create version and one delete version, as the seed proposes. A timer "
+         "deleted and registered again while a snapshot runs becomes a new timer created at the "
+         "current version: the running snapshot, which must see the timer, loses it.")
+@contextmanager
+def single_create_delete_pair():
+    def record(self, key_group, element, before, after):
+        version = self.versions.state_version
+        per_key_group = self.history.setdefault(key_group, {})
+        if after is not None:  # registered: a fresh timer object, created now, not deleted
+            per_key_group[element] = ((BASE_VERSION, None), (version, after))
+        else:                  # deleted: the (one) timer object gets its delete version
+            created = per_key_group.get(element, ((BASE_VERSION, before),))
+            per_key_group[element] = created + ((version, None),)
+
+    with patched(VersionedTimerQueue, record=record):
+        yield
+
+
+@variant("physical-delete-while-snapshot-runs", "FLINK-9182 (seed design)", POINT_IN_TIME,
+         "A timer deleted (or fired) while a snapshot runs is removed physically at once instead of "
+         "kept as a tombstone: the running snapshot, which must still write it, misses it.")
+@contextmanager
+def physical_delete_while_running():
+    original = VersionedTimerQueue.record
+
+    def record(self, key_group, element, before, after):
+        if after is None:
+            return  # BUG: no tombstone, the entry is gone for every running snapshot
+        original(self, key_group, element, before, after)
+
+    with patched(VersionedTimerQueue, record=record):
+        yield
+
+
+@variant("snapshot-sees-newer-timers", "FLINK-9182 (seed design)", POINT_IN_TIME,
+         "The visibility test compares versions with <= instead of <: a timer registered (or deleted) "
+         "after the snapshot started, in the snapshot's own version, is written by it.")
+@contextmanager
+def sees_newer_timers():
+    def visible(history, version):
+        for transition_version, value in reversed(history):
+            if transition_version <= version:  # BUG: the snapshot's own version is after its start
+                return value
+        return None
+
+    with patched(VersionedTimerQueue, visible=staticmethod(visible)):
+        yield
+
+
+@variant("tombstones-never-purged", "FLINK-9182 (seed design)", POINT_IN_TIME,
+         "Finishing a snapshot removes its version but never compacts or drops the histories: "
+         "tombstones and old versions pile up although no snapshot needs them (a memory leak).")
+@contextmanager
+def tombstones_never_purged():
+    def end(self, version):
+        with self.lock.write():
+            self.running.remove(version)  # BUG: no compaction, the queues stay versioned
+
+    with patched(SnapshotVersions, end=end):
+        yield
+
+
+@variant("crc-not-checked", "streamproof", RESTORE,
+         "The reader does not verify the CRC32s: a bit flipped in a timestamp, key or action restores "
+         "a different timer instead of failing with SnapshotFormatError.")
+@contextmanager
+def crc_not_checked():
+    def _check_crc(expected, actual, offset, what):
+        return None  # BUG
+
+    with patched(snapshot_format, _check_crc=_check_crc):
+        yield
+
+
+@variant("format-1-restores-trigger", "FLIP-269", RESTORE,
+         "Restoring a format-1 snapshot (written before termination actions existed) gives its "
+         "processing-time timers TRIGGER, the window operators' FLIP-269 choice, instead of CANCEL: "
+         "after the upgrade, pending timers fire at end of input where they never did.")
+@contextmanager
+def format_1_restores_trigger():
+    with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):
+        yield

@@ -1,0 +1,110 @@
+"""Known-bug variants of the end-of-input flush of processing-time timers (FLIP-269), the FLIP's
+own pitfalls among them."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from streamproof.impl.task import OperatorTask
+from streamproof.impl.timers import MAX_WATERMARK, InternalTimerService
+from streamproof.properties.bugzoo import variant
+from streamproof.properties.timers.bugzoo import patched
+
+
+@variant("flush-handles-head-only", "FLIP-269", "termination.fires-once",
+         "At end of input only the head timer (the one with a physical timer) is handled by its action; "
+         "the timers behind it were never registered with the processing-time service and are lost, "
+         "TRIGGER and WAIT ones included.")
+@contextmanager
+def flush_handles_head_only():
+    original = InternalTimerService.flush_processing_time_timers
+
+    def flush(self, budget=None):
+        queue = self.processing_time_timers_queue
+        clock = self.processing_time_service.get_current_processing_time()
+        behind = sorted((t for t in queue if t[0] > clock), key=lambda t: t[0])[1:]  # BUG: only the first survives
+        for timer in behind:
+            self.key_context.set_current_key(timer[1])
+            queue.remove(timer, self.key_context.current_key_group_index)
+            self.termination_actions.pop(timer, None)
+        return original(self, budget)
+
+    with patched(InternalTimerService, flush_processing_time_timers=flush):
+        yield
+
+
+@variant("flush-without-horizon", "FLIP-269", "termination.finish-is-last",
+         "The flush handles every timer registered while flushing, however late: a callback that keeps "
+         "registering later timers never lets it end (caught as the flush's budget error, not a hang).")
+@contextmanager
+def flush_without_horizon():
+    def horizon(self):
+        return MAX_WATERMARK if self.processing_time_timers_queue.size() else None  # BUG: no bound
+
+    with patched(InternalTimerService, _flush_horizon=horizon):
+        yield
+
+
+@variant("trigger-reads-real-clock", "FLIP-269", "termination.actions-obeyed",
+         "A TRIGGER timer fires at end of input with current_processing_time() reading the real clock "
+         "instead of MAX: code comparing deadlines with it (CEP's notFollowedBy) sees them not passed.")
+@contextmanager
+def trigger_reads_real_clock():
+    with patched(InternalTimerService, _trigger_clock=lambda self, clock: clock):  # BUG
+        yield
+
+
+@variant("flush-after-finish", "FLIP-269", "termination.finish-is-last",
+         "The task calls finish() before flushing the processing-time timers: timer output leaves the "
+         "operator after finish().")
+@contextmanager
+def flush_after_finish():
+    def end_input(self):
+        if self.config.drain:
+            self.operator.end_input()
+        self.operator.finish()  # BUG: before the flush
+        if self.config.drain:
+            self._flush_processing_time_timers()
+        self._drain_operator_mail()
+        self.output_log.append(("end_of_data",))
+        self.state = self.FINISHED
+        if self.on_finished is not None:
+            self.on_finished(self)
+
+    with patched(OperatorTask, _end_input=end_input):
+        yield
+
+
+@variant("wait-fires-early", "FLIP-269", "termination.actions-obeyed",
+         "A WAIT timer fires at end of input without the clock reaching its time: it reads a processing "
+         "time before its own.")
+@contextmanager
+def wait_fires_early():
+    with patched(InternalTimerService, _wait_clock=lambda self, clock, timestamp: clock):  # BUG
+        yield
+
+
+@variant("override-ignored", "FLIP-269", "termination.actions-obeyed",
+         "The per-operator override is ignored: each timer keeps the action it was registered with, so "
+         "an operator set to CANCEL still fires its TRIGGER timers at end of input.")
+@contextmanager
+def override_ignored():
+    from streamproof.impl.termination import TimerTerminationAction
+
+    def action_of(self, timer):
+        return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)  # BUG: no override
+
+    with patched(InternalTimerService, termination_action_of=action_of):
+        yield
+
+
+@variant("format-1-restore-keeps-trigger", "FLIP-269", "termination.actions-obeyed",
+         "A timer restored from a format-1 snapshot (which has no actions) is given TRIGGER instead of "
+         "CANCEL: timers the old runtime would have dropped fire at end of input.")
+@contextmanager
+def format_1_restore_keeps_trigger():
+    from streamproof.impl import snapshot_format
+    from streamproof.impl.termination import TimerTerminationAction
+
+    with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):  # BUG
+        yield
