@@ -401,7 +401,7 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     run.completed = verified
     if spec.mode == "exhaustive":
         from streamproof.spark_harness import exhaustive
-        run.coverage = exhaustive.coverage(spark, out, spec)
+        run.coverage = exhaustive.coverage(read_results(spark, out, spec.name), spec)
     run.seconds += time.perf_counter() - started
     save_run(spark, out, spec, run)
     return CampaignResult(spec, out, run, per_property, failures, verified, problems, exhaustive=run.coverage)

@@ -12,116 +12,19 @@ Nothing here imports pyspark: the function sees Arrow record batches only.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import threading
 import time
 from typing import Any, Iterable, Iterator
 
 from streamproof.spark_harness import spec
-
-
-class SeedTimeout(BaseException):
-    """Raised by the per-seed alarm. A BaseException, so that Hypothesis does not take it for a
-    failure of the test and shrink it: it unwinds straight out of ``explore``."""
-
-
-class Deadline:
-    """The per-seed time limit: a SIGALRM interval timer that raises :class:`SeedTimeout` in the
-    main thread once the limit has passed, and again every ``repeat`` seconds until the block
-    ends (Hypothesis swallows an exception raised inside a gc callback, and may turn one raised
-    while drawing data into a flakiness error). ``expired`` tells the caller which happened."""
-
-    def __init__(self, seconds: float | None, repeat: float = 0.25):
-        self.seconds = seconds
-        self.repeat = repeat
-        self.expired = False
-        self.armed = False
-        self._previous = None
-
-    def _fire(self, signum, frame):
-        if not self.armed:
-            return
-        self.expired = True
-        if frame is not None and frame.f_code.co_name == "gc_callback":
-            return  # Python would only print it ("Exception ignored"); the next tick raises
-        raise SeedTimeout()
-
-    def __enter__(self) -> Deadline:
-        if self.seconds and self.seconds > 0 and threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGALRM, self._fire)
-            self.armed = True
-            signal.setitimer(signal.ITIMER_REAL, self.seconds, self.repeat)
-        return self
-
-    def disarm(self) -> None:
-        if self.armed:
-            self.armed = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous or signal.SIG_DFL)
-
-    def __exit__(self, *exc) -> None:
-        self.disarm()
-
-
-def deadline(seconds: float | None) -> Deadline:
-    """Raises :class:`SeedTimeout` in the block after ``seconds`` (SIGALRM; only in the main
-    thread, which is where PySpark's Python worker runs the function: elsewhere no limit)."""
-    return Deadline(seconds)
-
-
-@contextlib.contextmanager
-def injected(variant: str | None):
-    if variant is None:
-        yield
-        return
-    from streamproof.properties.bugzoo import get_variant
-
-    with get_variant(variant).patch():
-        yield
-
-
-def _one_line(text: str, limit: int = 500) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
-def _hypothesis_version() -> str:
-    try:
-        import hypothesis
-        return hypothesis.__version__
-    except Exception:  # noqa: BLE001
-        return ""
-
-
-_EXECUTOR = f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _caught_by(variant: str | None) -> str | None:
-    if variant is None:
-        return None
-    try:
-        from streamproof.properties.bugzoo import get_variant
-        return get_variant(variant).caught_by
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def base_row(config: dict, seed: int) -> dict[str, Any]:
-    prop = config["property"]
-    return {
-        "campaign": config["campaign"], "property": prop,
-        "chunk": (seed - config["seed_start"]) // config["chunk_seeds"], "seed": seed,
-        "verdict": "error", "examples": 0, "steps": 0, "duration": 0.0, "invariant": None,
-        "message": None, "signature": None, "signature_text": None, "scenario": None,
-        "reproduce": spec.reproduce_command(prop, seed, config["examples"], config["step_count"],
-                                            config.get("inject"), _caught_by(config.get("inject"))),
-        "reproduce_blob": None, "inject": config.get("inject"),
-        "budget_examples": config["examples"], "step_count": config["step_count"],
-        "version": config.get("version", ""), "hypothesis": _hypothesis_version(),
-        "executor": _EXECUTOR, "finished": None, "states": None,
-    }
+from streamproof.spark_harness.seedrun import (  # noqa: F401 - SeedTimeout, deadline, injected: executor's API
+    EXECUTOR,
+    SeedTimeout,
+    base_row,
+    deadline,
+    injected,
+    one_line,
+)
 
 
 def run_seed(config: dict, seed: int) -> dict[str, Any]:
@@ -144,12 +47,12 @@ def run_seed(config: dict, seed: int) -> dict[str, Any]:
         if limit.expired:
             raise SeedTimeout()
         row.update(verdict=e.verdict, examples=e.examples, steps=e.steps,
-                   invariant=e.invariant, message=_one_line(e.message) or None)
+                   invariant=e.invariant, message=one_line(e.message) or None)
         if e.scenario is not None:
             import dataclasses
             scenario = dataclasses.replace(
                 e.scenario, name=f"{prop.name}-{seed}",
-                description=_one_line(f"Minimal counterexample of campaign {config['campaign']!r}, seed "
+                description=one_line(f"Minimal counterexample of campaign {config['campaign']!r}, seed "
                                       f"{seed} ({config['examples']} examples): {e.message}", 1000))
             row["scenario"] = dump_scenario(scenario)
     except SeedTimeout:
@@ -159,7 +62,7 @@ def run_seed(config: dict, seed: int) -> dict[str, Any]:
         raise
     except BaseException as err:  # noqa: BLE001 - every error is a verdict
         row.update(verdict="error", invariant=type(err).__name__,
-                   message=_one_line(f"{type(err).__name__}: {err}") or type(err).__name__)
+                   message=one_line(f"{type(err).__name__}: {err}") or type(err).__name__)
     row["duration"] = time.perf_counter() - started
     row["finished"] = time.time()
     if row["verdict"] != "held":
@@ -213,7 +116,7 @@ def describe_worker(batches: Iterable) -> Iterator:
             "spark_harness": [__file__] * n,
             "properties": [properties.__file__] * n,
             "main_thread": [threading.current_thread() is threading.main_thread()] * n,
-            "executor": [_EXECUTOR] * n,
+            "executor": [EXECUTOR] * n,
         })
 
 

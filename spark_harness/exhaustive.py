@@ -223,7 +223,7 @@ def scope_of(config: dict) -> SmallScope:
 def run_index(config: dict, index: int) -> list[dict]:
     """Checks scenario ``index`` of the scope against ``config["property"]``: one result row
     (``seed`` is the index, ``steps`` the alphabet steps executed, ``states`` the fingerprints)."""
-    from streamproof.spark_harness.executor import SeedTimeout, _one_line, base_row, deadline
+    from streamproof.spark_harness.seedrun import SeedTimeout, base_row, deadline, one_line
 
     row = base_row(config, index)
     row.update(examples=1, reproduce="streamproof replay FILE (this row's scenario; the report writes it)")
@@ -254,11 +254,11 @@ def run_index(config: dict, index: int) -> list[dict]:
             executed = max(0, min(executed, failing - len(scope.prefix)))
             doc["steps"] = doc["steps"][:failing]
             doc.update(name=f"{prop.name}-exhaustive-{index}", property=prop.name,
-                       description=_one_line(f"Exhaustive small scope {scope.family} depth {scope.depth}, "
+                       description=one_line(f"Exhaustive small scope {scope.family} depth {scope.depth}, "
                                              f"scenario {index}: {verdict.message}", 1000))
             row["scenario"] = dump_scenario(scenario_from_dict(doc))
         row.update(verdict=verdict.verdict, steps=executed,
-                   invariant=verdict.invariant, message=_one_line(verdict.message) or None,
+                   invariant=verdict.invariant, message=one_line(verdict.message) or None,
                    states=_reached(states, len(scope.prefix), executed))
     except SeedTimeout:
         row.update(verdict="timeout", invariant="timeout",
@@ -266,7 +266,7 @@ def run_index(config: dict, index: int) -> list[dict]:
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # noqa: BLE001
-        row.update(verdict="error", invariant=type(err).__name__, message=_one_line(f"{type(err).__name__}: {err}"))
+        row.update(verdict="error", invariant=type(err).__name__, message=one_line(f"{type(err).__name__}: {err}"))
     row["duration"] = time.perf_counter() - started
     row["finished"] = time.time()
     if row["verdict"] != "held":
@@ -295,16 +295,13 @@ def calibrate(config: dict, probes: int = 20) -> float:
 
 # ------------------------------------------------------------------------------- coverage
 
-def coverage(spark, out: str, spec_: specs.CampaignSpec) -> dict[str, Any]:
+def coverage(df, spec_: specs.CampaignSpec) -> dict[str, Any]:
     """Per property: sequences checked, enumeration-tree nodes executed per level, distinct
-    fingerprinted states; computed on the read-back."""
+    fingerprinted states; computed on the read-back ``df`` (the campaign's result rows)."""
     from pyspark.sql import functions as F
-
-    from streamproof.spark_harness.campaign import read_results
 
     scope = spec_.scope
     size, depth = scope["alphabet"], scope["depth"]
-    df = read_results(spark, out, spec_.name)
     result: dict[str, Any] = {}
     levels = (df.where(F.col("steps") >= 1)
               .select("property", "seed", F.explode(F.sequence(F.lit(1), F.col("steps").cast("int"))).alias("level"))

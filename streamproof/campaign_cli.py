@@ -19,7 +19,7 @@ SEEDS_HELP = "Seed range A:B (B excluded) or a count N (= 0:N)"
 
 
 def _parse_seeds(text: str) -> tuple[int, int]:
-    from streamproof.cli import InputError
+    from streamproof.cli_common import InputError
 
     try:
         if ":" in text:
@@ -35,7 +35,7 @@ def _parse_seeds(text: str) -> tuple[int, int]:
 
 
 def _parse_pairs(pairs: tuple[str, ...], option: str, as_json: bool = False) -> dict:
-    from streamproof.cli import InputError
+    from streamproof.cli_common import InputError
 
     out = {}
     for pair in pairs:
@@ -106,7 +106,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     from streamproof.spark_harness.progress import Bar
     from streamproof.spark_harness.spec import NAME_PATTERN, default_name
     from streamproof import __version__
-    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _isatty
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, isatty
 
     try:
         target = sess.parse_master(master)
@@ -172,7 +172,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         run.plan_seconds = time.perf_counter() - planning
         if resume and stored is None and not as_json:
             click.echo(f"nothing to resume: campaign {name} has no results in {out}; starting it", err=True)
-        bar = Bar(sys.stderr, spec.seeds * len(spec.properties), _isatty(sys.stderr), label=name)
+        bar = Bar(sys.stderr, spec.seeds * len(spec.properties), isatty(sys.stderr), label=name)
         result = camp.run_campaign(spark, spec, out, run, resume=resume, cores=cores, wave_seconds=wave_seconds,
                                    bar=bar, stored=stored)
     except KeyboardInterrupt:
@@ -219,7 +219,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
 def _exhaustive_properties(names: list[str]):
     from streamproof.properties import registry
     from streamproof.spark_harness import exhaustive as ex
-    from streamproof.cli import InputError
+    from streamproof.cli_common import InputError
 
     if not names:
         raise InputError(f"--exhaustive needs a family or properties of one family (families with a small scope: "
@@ -234,7 +234,7 @@ def _exhaustive_properties(names: list[str]):
 
 
 def _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, timeout, inject, exhaustive) -> None:
-    from streamproof.cli import InputError
+    from streamproof.cli_common import InputError
 
     given = {"seeds_text": ("seed range", (spec.seed_start, spec.seed_end), (seed_start, seed_end)),
              "examples": ("examples", spec.examples, examples), "step_count": ("step count", spec.step_count, step_count),
@@ -274,7 +274,7 @@ def _summary_json(result, skipped: list[str], report_path) -> dict:
 
 
 def _print_summary(result, skipped: list[str], target, report_path) -> None:
-    from streamproof.cli import _table
+    from streamproof.cli_common import table
 
     spec, run = result.spec, result.run
     echo = click.echo
@@ -291,7 +291,7 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
     echo("")
     rows = [(p["property"], p["rows"], p["held"], p["failed"], p["timeout"], p["error"], p["signatures"],
              p["examples"], p["steps"], f"{p['seconds'] / max(1, p['rows']):.3f}") for p in result.per_property]
-    for line in _table(("property", "seeds", "held", "failed", "timeout", "error", "signatures", "examples",
+    for line in table(("property", "seeds", "held", "failed", "timeout", "error", "signatures", "examples",
                         "steps", "s/seed"), rows, set(range(1, 10))):
         echo(line)
     if skipped:
@@ -335,7 +335,7 @@ def report(results: str, name: str | None, out: str | None) -> None:
     deduplicated by signature with their scenario files, time per seed histogram, throughput.
     Exit 0 when every seed held, 1 when some did not, 2 when DIR holds no results."""
     from streamproof.spark_harness.report import ReportError, write_report
-    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
 
     try:
         path, reports = write_report(results, out, name)

@@ -23,7 +23,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     2 on bad input."""
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
-    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _profile_defaults
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, profile_defaults
 
     try:
         if replay_file is not None:
@@ -31,7 +31,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
             for v in verdicts:
                 click.echo(f"{v.property}: {'held' if v.holds else f'FAILED {v.invariant}: {v.message}'}")
             click.get_current_context().exit(EXIT_HELD if all(v.holds for v in verdicts) else EXIT_FAILED)
-        certificate = cert.certify(operator, examples or _profile_defaults()[0], seed, Path(out))
+        certificate = cert.certify(operator, examples or profile_defaults()[0], seed, Path(out))
     except (cert.CertifyError, ScenarioError, OSError) as e:
         raise InputError(e) from None
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The ``streamproof`` command line (DESIGN.md §5).
+"""The ``streamproof`` command line (DESIGN.md §5); what the commands share is in cli_common.
 
 Exit codes, for every command: 0 when everything held, 1 when a property failed or a bug variant
 survived, 2 on bad input (an unreadable or malformed scenario, an unknown property or variant, a
@@ -15,46 +15,34 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Sequence
 
 import click
 
 from streamproof.properties import registry
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file
 from streamproof import __version__
+from streamproof.cli_common import (
+    EXIT_FAILED,
+    EXIT_HELD,
+    NO_ARGS_HELP,
+    InputError,
+    emit_json,
+    examples_option,
+    input_error,
+    json_option,
+    profile_defaults,
+    progress,
+    seed_option,
+    table,
+)
+from streamproof.campaign_cli import campaign, report  # Spark campaigns (imports no pyspark)
+from streamproof.certify_cli import certify
+from streamproof.prove_cli import prove  # z3 models (z3 imported inside)
 from streamproof.replayer import NothingToCheck, ReplayResult, replay
 
-EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-# click >= 8.2 raises this (a UsageError that prints the help) for a bare ``streamproof``: left alone.
-_NO_ARGS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 DEFAULT_OUT = "streamproof-failures"
-
-
-class InputError(click.ClickException):
-    """Bad input: exit 2 with one line on stderr."""
-
-    exit_code = EXIT_BAD_INPUT
-
-    def __init__(self, message: Any) -> None:
-        super().__init__(_one_line(str(message)))
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"streamproof: error: {self.format_message()}", file=file or sys.stderr)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "unknown error"
-
-
-def _input_error(e: BaseException) -> InputError:
-    if isinstance(e, click.UsageError):
-        return InputError(e.format_message())
-    if isinstance(e, KeyError) and e.args:  # UnknownProperty, unknown bug variant
-        return InputError(e.args[0])
-    return InputError(e)
 
 
 class StreamproofGroup(click.Group):
@@ -64,18 +52,18 @@ class StreamproofGroup(click.Group):
                      **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
-        except _NO_ARGS_HELP:
+        except NO_ARGS_HELP:
             raise
         except click.UsageError as e:
-            raise _input_error(e) from None
+            raise input_error(e) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except _NO_ARGS_HELP:
+        except NO_ARGS_HELP:
             raise
         except (click.UsageError, ScenarioError, registry.UnknownProperty, NothingToCheck) as e:
-            raise _input_error(e) from None
+            raise input_error(e) from None
 
 
 @click.group(cls=StreamproofGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,84 +77,6 @@ def cli() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script ``streamproof``."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="streamproof")
-
-
-# ------------------------------------------------------------------------------- shared bits
-
-def examples_option(f):
-    return click.option(
-        "--examples", type=click.IntRange(min=1), default=None, metavar="N",
-        help="Hypothesis examples per property [default: the profile's, $HYPOTHESIS_PROFILE "
-             "(dev, ci, campaign; ci when unset)]")(f)
-
-
-def seed_option(f):
-    return click.option("--seed", type=int, default=0, show_default=True, metavar="S",
-                        help="Hypothesis seed (runs are deterministic per seed)")(f)
-
-
-def json_option(f):
-    return click.option("--json", "as_json", is_flag=True,
-                        help="JSON Lines on stdout instead of text")(f)
-
-
-def _profile_defaults() -> tuple[int, int]:
-    """(examples, step count) of the active Hypothesis profile; the global profile is left as
-    it was, so running the CLI inside a test session changes nothing there."""
-    import os
-
-    from hypothesis import settings
-    from hypothesis.errors import InvalidArgument
-
-    from streamproof.properties import profiles
-
-    current = getattr(settings, "get_current_profile_name", None)
-    previous = current() if current else getattr(settings, "_current_profile", "default")
-    try:
-        profiles.load_default()
-    except InvalidArgument:
-        name = os.environ.get("HYPOTHESIS_PROFILE")
-        raise InputError(f"unknown Hypothesis profile {name!r} in HYPOTHESIS_PROFILE; "
-                         f"known: {', '.join(profiles.PROFILES)}") from None
-    try:
-        return profiles.current_examples(), profiles.current_step_count()
-    finally:
-        settings.load_profile(previous)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-@contextmanager
-def _progress(items: list, label: str, streaming: bool = False,
-              name=lambda item: getattr(item, "name", str(item))) -> Iterator[Iterable]:
-    """A progress bar on stderr when stderr is a terminal; the plain items otherwise. With
-    ``streaming`` (lines printed while the bar runs) only when stdout goes elsewhere."""
-    if not _isatty(sys.stderr) or (streaming and _isatty(sys.stdout)):
-        yield items
-        return
-    with click.progressbar(items, label=label, file=sys.stderr,
-                           item_show_func=lambda item: name(item) if item is not None else None) as bar:
-        yield bar
-
-
-def _table(header: Sequence[str], rows: list[Sequence[Any]], right: set[int] = frozenset()) -> list[str]:
-    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-
-    return [line(row) for row in cells]
-
-
-def _emit_json(obj: dict) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False))
 
 
 def _compact(event: Any) -> str:
@@ -188,17 +98,17 @@ def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool
     from streamproof.properties.explore import explore
 
     props = _select_explorable(list(names))
-    default_examples, step_count = _profile_defaults()
+    default_examples, step_count = profile_defaults()
     examples = examples or default_examples
     records = []
-    with _progress(props, "checking", streaming=as_json) as items:
+    with progress(props, "checking", streaming=as_json) as items:
         for prop in items:
             exploration = explore(prop, examples, seed=seed, step_count=step_count)
             record = _CheckRecord(prop, exploration, seed)
             if not exploration.holds and exploration.scenario is not None:
                 record.save(out, examples)
             if as_json:
-                _emit_json(record.to_json())
+                emit_json(record.to_json())
             records.append(record)
     if not as_json:
         _print_check_report(records)
@@ -209,7 +119,7 @@ def _select_explorable(names: list[str]) -> list[registry.Property]:
     try:
         props = registry.select(names)
     except registry.UnknownProperty as e:
-        raise _input_error(e) from None
+        raise input_error(e) from None
     named = set(names)
     for prop in props:
         if prop.machine is None and prop.strategy is None and prop.name in named:
@@ -270,7 +180,7 @@ class _CheckRecord:
 def _print_check_report(records: list[_CheckRecord]) -> None:
     rows = [(r.prop.name, r.prop.family, "held" if r.exploration.holds else "FAILED", r.exploration.examples,
              r.exploration.steps, f"{r.exploration.seconds:.2f}") for r in records]
-    for line in _table(("property", "family", "verdict", "examples", "steps", "seconds"), rows, {3, 4, 5}):
+    for line in table(("property", "family", "verdict", "examples", "steps", "seconds"), rows, {3, 4, 5}):
         click.echo(line)
     for r in records:
         reach = r.reach()
@@ -281,7 +191,7 @@ def _print_check_report(records: list[_CheckRecord]) -> None:
         expected = set(r.prop.reachability)
         rows = [(f"  {label}", count, "(never reached)" if count == 0 and label in expected else "")
                 for label, count in reach.items()]
-        for line in _table(("", "", ""), rows, {1})[1:]:
+        for line in table(("", "", ""), rows, {1})[1:]:
             click.echo(line)
     for r in records:
         e = r.exploration
@@ -322,7 +232,7 @@ def replay_command(files: tuple[str, ...], as_json: bool) -> None:
             raise InputError(f"{file}: {e.args[0]}") from None
         all_held &= result.holds
         if as_json:
-            _emit_json(result.to_json(file))
+            emit_json(result.to_json(file))
         else:
             _print_replay(file, result)
     click.get_current_context().exit(EXIT_HELD if all_held else EXIT_FAILED)
@@ -358,18 +268,18 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
     try:
         variants = [get_variant(n) for n in dict.fromkeys(names)] if names else all_variants()
     except KeyError as e:
-        raise _input_error(e) from None
-    default_examples, _ = _profile_defaults()
+        raise input_error(e) from None
+    default_examples, _ = profile_defaults()
     examples = examples or default_examples
     rows, survived = [], 0
-    with _progress(variants, "hunting", streaming=as_json) as items:
+    with progress(variants, "hunting", streaming=as_json) as items:
         for bug in items:
             e = hunt(bug, examples, seed)
             caught = not e.holds
             survived += not caught
             length = len(e.scenario.steps) if e.scenario is not None else None
             if as_json:
-                _emit_json({
+                emit_json({
                     "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
                     "caught": caught, "seconds": round(e.seconds, 3), "examples": e.examples,
                     "explored_steps": e.steps, "counterexample_steps": length,
@@ -381,15 +291,13 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
     if not as_json:
         header = ("variant", "source", "caught", "time to detect (s)", "examples",
                   "counterexample (steps)", "invariant")
-        for line in _table(header, rows, {3, 4, 5}):
+        for line in table(header, rows, {3, 4, 5}):
             click.echo(line)
         click.echo("")
         click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
                    else f"FAILED: {survived} of {len(rows)} bug variants survived")
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
-from streamproof.campaign_cli import campaign, report  # noqa: E402  (Spark campaigns; imports no pyspark)
-cli.add_command(campaign); cli.add_command(report)  # noqa: E702
-from streamproof.prove_cli import prove  # noqa: E402  (z3 models; z3 imported inside)
-cli.add_command(prove)
-from streamproof.certify_cli import certify  # noqa: E402
-cli.add_command(certify)
+
+
+for _command in (campaign, report, prove, certify):
+    cli.add_command(_command)

@@ -25,7 +25,7 @@ def prove(names: tuple[str, ...], k: int, depth: int, variant: str | None, as_js
     """Prove the invariants of the z3 models (default: all). Exit 0 when every invariant is proved,
     1 when one has a counterexample or is only known to hold to the depth."""
     from streamproof.properties.z3kit import prove as run
-    from streamproof.cli import EXIT_FAILED, EXIT_HELD, InputError, _emit_json, _table
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
 
     models = _models()
     unknown = [n for n in names if n not in models]
@@ -43,7 +43,7 @@ def prove(names: tuple[str, ...], k: int, depth: int, variant: str | None, as_js
         for o in outcomes:
             failed += o.verdict != "proved"
             if as_json:
-                _emit_json({"model": name, "variant": variant, "invariant": o.invariant, "verdict": o.verdict,
+                emit_json({"model": name, "variant": variant, "invariant": o.invariant, "verdict": o.verdict,
                             "depth": o.depth, "trace": [{"action": a, "params": p, "state": s} for a, p, s in o.trace]})
             rows.append((name, o.invariant, {"proved": f"proved (k={o.depth})",
                                              "bounded": f"no counterexample to depth {max(k, depth)}, not proved",
@@ -56,7 +56,7 @@ def prove(names: tuple[str, ...], k: int, depth: int, variant: str | None, as_js
             click.echo(f"model {name}{f' (variant {variant})' if variant else ''}: {system.description}; "
                        f"{seconds:.1f} s")
     if not as_json:
-        for line in _table(("model", "invariant", "verdict"), rows):
+        for line in table(("model", "invariant", "verdict"), rows):
             click.echo(line)
         click.echo("")
         click.echo(f"all {len(rows)} invariants proved" if not failed else f"FAILED: {failed} invariant(s) not proved")

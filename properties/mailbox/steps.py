@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from streamproof.properties.scenario import (
-    require_first_step, EnumKind, INT32_MAX, IntKind, STR, Scenario, Step, TOP, arg, register_family, step, step_error,
+    INT32_MAX, STR, EnumKind, IntKind, Scenario, Step, arg, register_family, require_first_step, step,
 )
 
 
