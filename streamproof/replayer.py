@@ -4,7 +4,6 @@ observations with it. Used by ``streamproof replay``, the pytest plugin and test
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -37,38 +36,9 @@ class TraceFormat:
 
 
 def _timers_format() -> TraceFormat:
-    from streamproof.properties.timers.runner import normalize, run_impl, same_trace
-
-    def groups(trace: list) -> list[list]:
-        out: list[list] = []
-        last = None
-        for event in trace:
-            key = (event.get("service"), event.get("domain"), event.get("ts")) if event.get("event") == "fire" else None
-            if key is not None and key == last:
-                out[-1].append(event)
-            else:
-                out.append([event])
-            last = key
-        return out
-
-    def difference(a: list, b: list) -> str:
-        ga, gb, offset = groups(a), groups(b), 0
-        for x, y in zip(ga, gb):
-            if normalize(x) != normalize(y):
-                return f"event {offset}: {_events(x)} instead of {_events(y)}"
-            offset += len(x)
-        if len(ga) == len(gb):  # same groups, yet different: cannot happen with same_trace
-            return "the traces differ"
-        extra, which = (ga, "implementation") if len(ga) > len(gb) else (gb, "reference")
-        rest = [e for g in extra[min(len(ga), len(gb)):] for e in g]
-        return f"event {offset}: the {which} trace goes on with {_events(rest)}"
+    from streamproof.properties.timers.runner import difference, run_impl, same_trace
 
     return TraceFormat(run_impl, same_trace, difference)
-
-
-def _events(events: list, limit: int = 3) -> str:
-    text = ", ".join(json.dumps(e, separators=(",", ":")) for e in events[:limit])
-    return text + (f" (+{len(events) - limit} more)" if len(events) > limit else "")
 
 
 def _mailbox_format() -> TraceFormat:

@@ -90,4 +90,7 @@ def test_a_tampered_trace_is_detected(case):
 
 
 def test_errors_are_compared_by_type_only():
-    assert normalize([{"event": "error", "text": "IllegalStateException", "message": "x"}]) == [{"event": "error"}]
+    error = {"event": "error", "text": "IllegalStateException", "message": "x"}
+    assert same_trace([error], [{"event": "error", "text": "NullPointerException", "message": "y"}])
+    assert normalize([error]) == normalize([{"event": "error"}])
+    assert not same_trace([error], [{"event": "result", "checkpoint": 1, "state": "completed"}])

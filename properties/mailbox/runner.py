@@ -11,13 +11,13 @@ refused step: ``text`` is Flink's exception name, ``message`` ours; the run goes
 
 from __future__ import annotations
 
-import json
-from typing import Any, Iterable
+from typing import Iterable
 
 from streamproof.impl.mailbox import (
     InterruptPolicy, Mail, MailboxClosedError, MailboxExecutor, MailboxStateError, MailOptions, TaskMailbox,
 )
 from streamproof.model import mailbox as spec
+from streamproof.properties.tracecompare import TraceComparison, run_trace
 
 POLICIES = spec.POLICIES
 
@@ -148,47 +148,14 @@ def _took_letter(event: str, letter: spec.Letter | None) -> dict:
 
 
 # -- whole scenarios -------------------------------------------------------------------------
+# Events compare as the vectors do: an ``error`` by its type only; the step index never counts.
+COMPARISON = TraceComparison(ignore=frozenset({"step"}))
+normalize, same_trace, difference = COMPARISON.normalize, COMPARISON.same, COMPARISON.difference
+
+
 def run_impl(steps: Iterable, policy: str = "any_mail") -> list[dict]:
-    run, trace = ImplMailboxRun(policy), []
-    for index, step in enumerate(steps):
-        trace.extend(run.apply(step, index))
-    return trace
+    return run_trace(ImplMailboxRun(policy).apply, steps)
 
 
 def run_model(steps: Iterable, policy: str = "any_mail") -> list[dict]:
-    run, trace = ModelMailboxRun(policy), []
-    for index, step in enumerate(steps):
-        trace.extend(run.apply(step, index))
-    return trace
-
-
-def comparable(event: dict) -> dict:
-    """An event as the vectors compare it: for ``error`` only the event type counts."""
-    if event.get("event") == "error":
-        return {"event": "error"}
-    return {k: v for k, v in event.items() if k != "step"}
-
-
-def normalize(trace: list[dict]) -> list[dict]:
-    return [comparable(e) for e in trace]
-
-
-def same_trace(a: list[dict], b: list[dict]) -> bool:
-    return normalize(a) == normalize(b)
-
-
-def difference(a: list[dict], b: list[dict]) -> str:
-    """Where trace ``a`` (the implementation's) departs from ``b`` (a reference), in one line."""
-    na, nb = normalize(a), normalize(b)
-    for offset, (x, y) in enumerate(zip(na, nb)):
-        if x != y:
-            return f"event {offset}: {_compact(a[offset])} instead of {_compact(b[offset])}"
-    if len(na) == len(nb):
-        return "the traces differ"
-    longer, which = (a, "implementation") if len(na) > len(nb) else (b, "reference")
-    rest = longer[min(len(na), len(nb)):]
-    return f"event {min(len(na), len(nb))}: the {which} trace goes on with " + ", ".join(_compact(e) for e in rest[:3])
-
-
-def _compact(event: Any) -> str:
-    return json.dumps(event, separators=(",", ":"))
+    return run_trace(ModelMailboxRun(policy).apply, steps)

@@ -21,6 +21,7 @@ from streamproof.impl.timers import (
     InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimerFiringBudgetExceeded,
 )
 from streamproof.model import timers as spec
+from streamproof.properties.tracecompare import TraceComparison, run_trace
 
 DEFAULT_SERVICE = spec.DEFAULT_SERVICE
 DEFAULT_BUDGET = 10_000
@@ -257,64 +258,29 @@ def _decode_key(value: Any) -> Any:
 
 
 # -- whole scenarios -------------------------------------------------------------------------
+def _tie(event: dict):
+    """Timers firing at the same timestamp in the same domain and service are a tie: Flink
+    promises no order among them, so they compare as a multiset."""
+    return (event.get("service"), event["domain"], event["ts"]) if event.get("event") == "fire" else None
+
+
+# Errors compare by type and fatality only; the step index never counts.
+COMPARISON = TraceComparison(ignore=frozenset({"step"}), error_key=lambda e: (bool(e.get("fatal")),), tie_key=_tie)
+normalize, same_trace, difference = COMPARISON.normalize, COMPARISON.same, COMPARISON.difference
+
+
 def run_impl(steps: Iterable, budget: int = DEFAULT_BUDGET) -> list[dict]:
-    run, trace = ImplTimersRun(budget), []
-    for index, step in enumerate(steps):
-        trace.extend(run.apply(step, index))
-        if run.ended:
-            break
-    return trace
+    run = ImplTimersRun(budget)
+    return run_trace(run.apply, steps, ended=lambda: run.ended)
 
 
 def run_model(steps: Iterable, reference: list[dict] | None = None, budget: int = DEFAULT_BUDGET) -> list[dict]:
     """The model's trace; ties follow ``reference`` (a whole trace) where the model allows it."""
-    run, trace = ModelTimersRun(budget), []
-    reference = reference or []
-    for index, step in enumerate(steps):
-        events = run.apply(step, reference[len(trace):], index)
-        trace.extend(events)
-        if run.ended:
-            break
-    return trace
+    run, reference, seen = ModelTimersRun(budget), reference or [], [0]
 
+    def apply(step, index: int) -> list[dict]:
+        events = run.apply(step, reference[seen[0]:], index)
+        seen[0] += len(events)
+        return events
 
-def normalize(trace: list[dict], compare_error_text: bool = False) -> list:
-    """A trace in comparable form: runs of ``fire`` with equal domain and ts become multisets; for
-    ``error`` only the event type (and fatality) counts."""
-    out: list = []
-    group: list = []
-    group_key = None
-
-    def flush() -> None:
-        nonlocal group, group_key
-        if group:
-            out.append(("ties", group_key, tuple(sorted(group, key=repr))))  # a multiset: duplicates count
-        group, group_key = [], None
-
-    for event in trace:
-        if event.get("event") == "fire":
-            key = (event.get("service"), event["domain"], event["ts"])
-            if key != group_key:
-                flush()
-                group_key = key
-            group.append(_freeze(event))
-            continue
-        flush()
-        if event.get("event") == "error" and not compare_error_text:
-            out.append(("error", bool(event.get("fatal"))))
-        else:
-            out.append(_freeze(event))
-    flush()
-    return out
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items() if k != "step"))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-def same_trace(a: list[dict], b: list[dict]) -> bool:
-    return normalize(a) == normalize(b)
+    return run_trace(apply, steps, ended=lambda: run.ended)

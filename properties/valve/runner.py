@@ -9,13 +9,12 @@ an ``error`` is compared by its type only, as the vectors say). The protocol com
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from typing import Any, Iterable
+from typing import Iterable
 
 from streamproof.impl.coordinator import PROTOCOLS, ValveHarness
 from streamproof.model import valve as spec
 from streamproof.properties.scenario import TOP
+from streamproof.properties.tracecompare import TraceComparison, run_trace
 
 DEFAULT_PROTOCOL = "flink-2.3"
 PARAMS = ("protocol",)
@@ -95,64 +94,25 @@ class ModelValveRun:
 
 
 # -- whole scenarios -------------------------------------------------------------------------
+# Events compare as the vectors do: an ``error`` by its type only, no messages.
+COMPARISON = TraceComparison(ignore=frozenset({"message"}))
+normalize, same_trace, difference = COMPARISON.normalize, COMPARISON.same, COMPARISON.difference
+
+
 def run_impl(steps: Iterable, protocol: str = DEFAULT_PROTOCOL) -> list[dict]:
-    run, trace = ImplValveRun(protocol), []
-    for step in steps:
-        trace.extend(run.apply(*fields_of(step)))
-    return trace
+    run = ImplValveRun(protocol)
+    return run_trace(lambda step, _: run.apply(*fields_of(step)), steps)
 
 
 def run_model(steps: Iterable, protocol: str = DEFAULT_PROTOCOL) -> list[dict]:
-    run, trace = ModelValveRun(protocol), []
-    for step in steps:
-        trace.extend(run.apply(*fields_of(step)))
-    return trace
-
-
-def comparable(event: dict) -> dict:
-    """An event as the vectors compare it: ``error`` by its type only, no messages."""
-    if event.get("event") == "error":
-        return {"event": "error"}
-    return {k: v for k, v in event.items() if k != "message"}
-
-
-def normalize(trace: list[dict]) -> list[dict]:
-    return [comparable(e) for e in trace]
-
-
-def same_trace(a: list[dict], b: list[dict]) -> bool:
-    return normalize(a) == normalize(b)
+    run = ModelValveRun(protocol)
+    return run_trace(lambda step, _: run.apply(*fields_of(step)), steps)
 
 
 def same_up_to_interleaving(a: list[dict], b: list[dict]) -> bool:
     """The same observations, the same order per subtask (RPCs are FIFO per task), in any
     interleaving across subtasks: the protocol promises nothing about that interleaving."""
-    na, nb = normalize(a), normalize(b)
-    if Counter(map(_key, na)) != Counter(map(_key, nb)):
-        return False
-    return all([e for e in na if e.get("subtask") == s] == [e for e in nb if e.get("subtask") == s]
-               for s in {e.get("subtask") for e in na})
-
-
-def _key(event: dict) -> str:
-    return json.dumps(event, sort_keys=True)
-
-
-def difference(a: list[dict], b: list[dict]) -> str:
-    """Where trace ``a`` (the implementation's) departs from ``b`` (a reference), in one line."""
-    na, nb = normalize(a), normalize(b)
-    for offset, (x, y) in enumerate(zip(na, nb)):
-        if x != y:
-            return f"event {offset}: {_compact(a[offset])} instead of {_compact(b[offset])}"
-    if len(na) == len(nb):
-        return "the traces differ"
-    longer, which = (a, "implementation") if len(na) > len(nb) else (b, "reference")
-    rest = longer[min(len(na), len(nb)):]
-    return f"event {min(len(na), len(nb))}: the {which} trace goes on with " + ", ".join(_compact(e) for e in rest[:3])
-
-
-def _compact(event: Any) -> str:
-    return json.dumps(event, separators=(",", ":"))
+    return COMPARISON.same_up_to_interleaving(a, b, lane="subtask")
 
 
 def run_vector_steps(steps: tuple) -> list[dict]:
