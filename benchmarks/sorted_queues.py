@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = parser.parse_args(argv)
     if SortedList is None:
-        print("this benchmark needs sortedcontainers: pip install sortedcontainers", file=sys.stderr)
+        print("this benchmark needs sortedcontainers: pip install 'streamproof[bench]' (or sortedcontainers)", file=sys.stderr)
         return 2
     if args.keys <= 0:
         parser.error("--keys must be positive")

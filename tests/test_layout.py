@@ -26,7 +26,7 @@ STDLIB = set(sys.stdlib_module_names)
 # folder -> (project folders it may import, third-party packages it may import; None = any)
 RULES = {
     "model": (set(), set()),
-    "impl": (set(), {"sortedcontainers"}),
+    "impl": (set(), set()),
     "properties": ({"model", "impl"}, None),
     "spark_harness": ({"model", "impl", "properties"}, None),
 }
