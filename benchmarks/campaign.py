@@ -4,9 +4,9 @@ One property, N seeds (default 10^4 seeds of ``timers.differential`` with 1 exam
 in the same process, one after the other:
 
 * *pool*: ``multiprocessing.Pool(2)`` maps the same per-seed function
-  (``spark_harness.executor.run_seed``) over the same chunks and writes the rows to Parquet with
+  (``streamproof.spark_harness.executor.run_seed``) over the same chunks and writes the rows to Parquet with
   pyarrow: the least machinery doing the same work on this machine;
-* *Spark local[2]*: ``spark_harness.campaign.run_campaign`` on an embedded session (waves of
+* *Spark local[2]*: ``streamproof.spark_harness.campaign.run_campaign`` on an embedded session (waves of
   ``mapInArrow`` written as partitioned Parquet, read back and verified);
 * *standalone, 1 executor* and *2 executors*: the same campaign on a real standalone cluster
   started here (2 workers x 1 core on 127.0.0.1), with ``spark.cores.max`` 1 and 2.

@@ -1,4 +1,4 @@
-"""Timer queues: ``impl.queues`` (a heap with lazy deletion) against a ``SortedList`` queue.
+"""Timer queues: ``streamproof.impl.queues`` (a heap with lazy deletion) against a ``SortedList`` queue.
 
 Should streamproof use ``sortedcontainers`` for its timer queues? For each N, the same seeded
 timers (K keys, 128 key groups, timestamps in [0, N)) go through both queue sets, and every

@@ -1,4 +1,4 @@
-"""Timer-service throughput: ``impl.timers`` against a bare ``heapq`` + ``dict`` baseline.
+"""Timer-service throughput: ``streamproof.impl.timers`` against a bare ``heapq`` + ``dict`` baseline.
 
 Registers N timers over K keys, then fires them all with one advance, on both sides in the same
 run, and prints a table of wall-clock times and ratios (impl / baseline). Event time (one

@@ -29,18 +29,18 @@ subtasks' snapshots for c. Three protocols are implemented behind one switch (:d
 
 Where each part lives (this module re-exports every name, so callers import from here):
 
-* :mod:`impl.coordinator_runtime`: what all protocols run on: Flink's exceptions, futures,
+* :mod:`streamproof.impl.coordinator_runtime`: what all protocols run on: Flink's exceptions, futures,
   the JobManager's main thread (:class:`MainThreadExecutor`, one FIFO queue), the tracker of
   unconfirmed events, how a gateway sends one event;
-* :mod:`impl.coordinator_api`: the coordinator API (:class:`OperatorCoordinator`,
+* :mod:`streamproof.impl.coordinator_api`: the coordinator API (:class:`OperatorCoordinator`,
   :class:`SubtaskGateway`, :class:`SubtaskAccess`, :class:`AcknowledgeCheckpointEvent`);
-* :mod:`impl.coordinator_flink`: ``flink-2.3``, Flink's holder and gateway, the base the other two
-  extend; :mod:`impl.coordinator_streamproof` and :mod:`impl.coordinator_legacy`: only their
+* :mod:`streamproof.impl.coordinator_flink`: ``flink-2.3``, Flink's holder and gateway, the base the other two
+  extend; :mod:`streamproof.impl.coordinator_streamproof` and :mod:`streamproof.impl.coordinator_legacy`: only their
   differences from it;
-* :mod:`impl.coordinator_protocols`: :data:`PROTOCOLS` and :func:`create_holder`;
-* :mod:`impl.coordinator_harness`: the holder-level harness with scripted tasks and RPCs
+* :mod:`streamproof.impl.coordinator_protocols`: :data:`PROTOCOLS` and :func:`create_holder`;
+* :mod:`streamproof.impl.coordinator_harness`: the holder-level harness with scripted tasks and RPCs
   (:class:`ValveHarness`) that drives the ``valve`` scenario family;
-* :mod:`impl.coordinator_example`: :class:`SplitAssigningSourceCoordinator`, a user coordinator.
+* :mod:`streamproof.impl.coordinator_example`: :class:`SplitAssigningSourceCoordinator`, a user coordinator.
 
 RPCs to a task are FIFO and may fail with or without the task failing (:class:`SubtaskAccess`).
 """

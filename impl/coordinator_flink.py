@@ -7,8 +7,8 @@ none), buffers what is sent while closed per checkpoint in order, and reopens wh
 reset. The coordinator checkpoint completes only when every event sent before the close is
 acknowledged (FLINK-21996). Reproduces ``shared/vectors/flink_valve_traces.json``.
 
-This holder is also the base of the other two protocols: :mod:`impl.coordinator_streamproof`
-and :mod:`impl.coordinator_legacy` override only the steps where they differ. The valve bug zoo
+This holder is also the base of the other two protocols: :mod:`streamproof.impl.coordinator_streamproof`
+and :mod:`streamproof.impl.coordinator_legacy` override only the steps where they differ. The valve bug zoo
 patches methods in the class that defines them: keep each method in its class.
 """
 

@@ -2,7 +2,7 @@
 
 One valve for all subtasks, shut at the coordinator's future completion, reopened after the
 barriers were injected at the sources. Right for sources, wrong for any other operator
-(FLINK-26029's duplicate). Only the differences from :mod:`impl.coordinator_flink`: the gateways
+(FLINK-26029's duplicate). Only the differences from :mod:`streamproof.impl.coordinator_flink`: the gateways
 send through the valve, the holder shuts and opens it, and ``AcknowledgeCheckpointEvent`` is
 ignored (it did not exist).
 """

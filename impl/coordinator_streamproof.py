@@ -1,6 +1,6 @@
 """Protocol ``streamproof``: ``flink-2.3`` with the flaws the checker found fixed (docs/valve.md).
 
-Only the differences from :mod:`impl.coordinator_flink`: a gateway asked to open for a checkpoint
+Only the differences from :mod:`streamproof.impl.coordinator_flink`: a gateway asked to open for a checkpoint
 it never saw does nothing (instead of throwing and skipping the other gateways); a failover aborts
 the in-flight checkpoint on every gateway and fails the events buffered on a replaced gateway
 (instead of leaving them in the unconfirmed set forever); a global reset fails buffered events

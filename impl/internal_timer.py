@@ -1,8 +1,8 @@
 """The timer values every timer module shares: Flink's ``InternalTimer`` and ``InternalTimersSnapshot``.
 
-The timer service (:mod:`impl.timers`), its copy-on-write snapshots (:mod:`impl.snapshots`) and
-the snapshot file format (:mod:`impl.snapshot_format`) all handle these values; none of the three
-needs another one for them, so this module imports only :mod:`impl.keygroups` (for ``Key``).
+The timer service (:mod:`streamproof.impl.timers`), its copy-on-write snapshots (:mod:`streamproof.impl.snapshots`) and
+the snapshot file format (:mod:`streamproof.impl.snapshot_format`) all handle these values; none of the three
+needs another one for them, so this module imports only :mod:`streamproof.impl.keygroups` (for ``Key``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ completed-checkpoint store and failover (region or global, with or without resca
 The job graph is ``source[s] --keyBy--> keyed operator + 2PC sink [p]``. Each source subtask
 reads a bounded list of elements (records and watermarks) with an offset that checkpoints
 record; records go to the operator subtask owning their key group, watermarks, barriers and
-EndOfData are broadcast. Time is simulated; :mod:`impl.sim` decides who runs next.
+EndOfData are broadcast. Time is simulated; :mod:`streamproof.impl.sim` decides who runs next.
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ class TimerService:
         self._service.register_event_time_timer(VOID_NAMESPACE, time)
 
     def register_processing_time_timer(self, time: int, action=None) -> None:
-        """``action``: the timer's :class:`impl.termination.TimerTerminationAction` at end of
+        """``action``: the timer's :class:`streamproof.impl.termination.TimerTerminationAction` at end of
         input (FLIP-269; None: CANCEL)."""
         self._service.register_processing_time_timer(VOID_NAMESPACE, time, action)
 
@@ -243,7 +243,7 @@ class KeyedProcessFunction:
     #: set True to let the runtime split timer firing at a watermark (FLIP-443)
     interruptible_timers = False
     #: FLIP-269 per-operator override of every processing-time timer's termination action
-    #: (an :class:`impl.termination.TimerTerminationAction`; None: each timer's own action)
+    #: (an :class:`streamproof.impl.termination.TimerTerminationAction`; None: each timer's own action)
     timer_termination_action = None
 
     def open(self, ctx: RuntimeContext) -> None:

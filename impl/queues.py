@@ -9,7 +9,7 @@ its key group's map and the stale heap entry is skipped when it surfaces (lazy d
 when stale entries outnumber live ones). Elements of equal priority leave in insertion order,
 which is one of the orders Flink allows (it promises none).
 
-While a copy-on-write snapshot runs (:mod:`impl.snapshots`), ``add`` / ``remove`` / ``poll`` are
+While a copy-on-write snapshot runs (:mod:`streamproof.impl.snapshots`), ``add`` / ``remove`` / ``poll`` are
 routed through its versioned layer: :meth:`route_mutations` shadows the three methods with the
 layer's on this instance, :meth:`unroute_mutations` removes the shadows. When no snapshot runs the
 hot path is exactly the unversioned one (FLINK-9182: "physical deletion is immediate when no

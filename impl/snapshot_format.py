@@ -15,7 +15,7 @@ key group in increasing order, and an end record. All integers are big-endian, a
     end      0x45 'E' | section count u32 | timer count u64 | CRC32 of every byte before it u32
 
 Keys and namespaces are tagged values: 0x01 string (u32 length, UTF-8), 0x02 long (i64),
-0x03 int (i32, a :class:`~impl.keygroups.Int32` key); namespaces may also be 0x04 None,
+0x03 int (i32, a :class:`~streamproof.impl.keygroups.Int32` key); namespaces may also be 0x04 None,
 0x05 false, 0x06 true, 0x07 tuple (u16 count, values; nested at most 16 deep) and 0x08 bytes
 (u32 length). Format 1 has no action byte: restoring it gives CANCEL (FLIP-269). The writer
 writes format 2 unless asked for 1.

@@ -2,7 +2,7 @@
 
 The seed's design, kept:
   * a *state version* and the set of *running snapshot versions* per
-    :class:`~impl.timers.InternalTimeServiceManager` (:class:`SnapshotVersions`), guarded by a
+    :class:`~streamproof.impl.timers.InternalTimeServiceManager` (:class:`SnapshotVersions`), guarded by a
     read/write lock (:class:`ReadWriteLock`);
   * the synchronous part of a snapshot bumps the state version, records it as running and notes
     which services exist: O(1) in the number of timers (:func:`start_snapshot`);
@@ -27,7 +27,7 @@ and filters outside it. It runs on a background thread in production
 (:meth:`TimerSnapshot.run_in_background`) and step by step under the deterministic scheduler in
 tests (:meth:`TimerSnapshot.run_async_step`).
 
-Dependencies: :mod:`impl.timers` imports this module (its manager's ``start_snapshot``), never the
+Dependencies: :mod:`streamproof.impl.timers` imports this module (its manager's ``start_snapshot``), never the
 reverse; a snapshot reads a manager and its services through what :class:`TimeServiceManager`
 and ``InternalTimerService.termination_action_source`` name.
 """
@@ -59,7 +59,7 @@ __all__ = [
 
 
 class TimeServiceManager(Protocol):
-    """What a snapshot reads and calls of an ``impl.timers.InternalTimeServiceManager``."""
+    """What a snapshot reads and calls of an ``streamproof.impl.timers.InternalTimeServiceManager``."""
 
     key_context: Any  # its max_parallelism
     key_group_range: KeyGroupRange

@@ -1,11 +1,11 @@
 """The keyed timer service: Flink's ``InternalTimerServiceImpl`` and ``InternalTimeServiceManager``.
 
-Layering as in Flink: a key-group-partitioned queue per time domain (:mod:`impl.queues`), one
+Layering as in Flink: a key-group-partitioned queue per time domain (:mod:`streamproof.impl.queues`), one
 :class:`InternalTimerService` per name, a :class:`InternalTimeServiceManager` holding the named
 services of one operator, and a :class:`ProcessingTimeService` owning the physical timers
 (:class:`ManualProcessingTimeService` is the simulated clock used everywhere in streamproof).
 The timer values (:class:`InternalTimer`, :class:`InternalTimersSnapshot`) live in
-:mod:`impl.internal_timer`; the manager starts copy-on-write snapshots with :mod:`impl.snapshots`,
+:mod:`streamproof.impl.internal_timer`; the manager starts copy-on-write snapshots with :mod:`streamproof.impl.snapshots`,
 which never imports this module.
 """
 
@@ -603,7 +603,7 @@ class InternalTimeServiceManager:
 
     def start_snapshot(self, format_version: int = 2):
         """The synchronous part of a point-in-time checkpoint of every timer, O(1) in the number of
-        timers (FLINK-9182): returns an :class:`impl.snapshots.TimerSnapshot` whose asynchronous
+        timers (FLINK-9182): returns an :class:`streamproof.impl.snapshots.TimerSnapshot` whose asynchronous
         part writes the timers as they are now."""
         return start_snapshot(self, format_version)
 

@@ -12,7 +12,7 @@ the numbers it received in its checkpointed state (Flink's ``EventCollectingTask
     which also gets the coordinator's events by RPC: the barrier and the events race.
 
 The JobManager (one main thread): a checkpoint coordinator (one checkpoint at a time, a timeout),
-the holders (any protocol of :mod:`impl.coordinator`), global failover (``fail_job``: every task
+the holders (any protocol of :mod:`streamproof.impl.coordinator`), global failover (``fail_job``: every task
 restarts from the latest completed checkpoint, coordinators reset) and region failover (a
 recipient and its source restart; the coordinator hears ``subtask_reset``; the pending checkpoint
 is aborted and the holder hears it after the reset, through the main thread's queue). Every step

@@ -1,6 +1,6 @@
 """Certification of a user's operator (``streamproof certify module:Class``, docs/certify.md).
 
-The operator, a :class:`impl.operators.KeyedProcessFunction` whose records are ``(key, int value,
+The operator, a :class:`streamproof.impl.operators.KeyedProcessFunction` whose records are ``(key, int value,
 timestamp)``, runs in random ``job`` scenarios (1-3 sources with watermarks, parallelism 1-3,
 checkpoints aligned or not, failures, failures inside interrupted timer firings, rescales, end of
 input with drain) with interruptible timers on, against its own *ideal run*: the same input without
@@ -94,7 +94,7 @@ def _check(operator_name: str, prop: str, scenario: Scenario) -> Verdict:
 
 
 def properties_for(spec: str, cls: type) -> list[Property]:
-    """The certification properties of ``cls``, runnable by :func:`properties.explore.explore`."""
+    """The certification properties of ``cls``, runnable by :func:`streamproof.properties.explore.explore`."""
     name = f"user:{spec}"
     FUNCTIONS[name] = cls
 

@@ -4,7 +4,7 @@ A campaign is properties x a seed range x a budget per seed x a configuration. I
 into *chunks* (fixed per property when the campaign starts, stored with it, so a resumed run cuts
 them the same way); a chunk is the unit of the results layout (``campaign=/property=/chunk=``)
 and of resume. This module also defines the result row (:data:`COLUMNS`), the failure signature
-and the reproduce command, so that the executors (``spark_harness.executor``), the driver and the
+and the reproduce command, so that the executors (``streamproof.spark_harness.executor``), the driver and the
 report agree on them.
 """
 
@@ -116,7 +116,7 @@ class CampaignSpec:
         return cls(**data)
 
     def executor_config(self, prop: str) -> dict:
-        """What ``spark_harness.executor.run_partition`` needs for one property (JSON-able)."""
+        """What ``streamproof.spark_harness.executor.run_partition`` needs for one property (JSON-able)."""
         return {
             "campaign": self.name, "property": prop, "examples": self.examples,
             "step_count": self.step_count, "timeout": self.timeout, "inject": self.inject,

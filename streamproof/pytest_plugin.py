@@ -5,9 +5,9 @@
 * fixture ``streamproof_replay``: :func:`streamproof.replayer.replay`, to check a scenario;
 * fixture ``streamproof_check``: ``streamproof_check(property=None, examples=100, seed=0)``
   explores a property with Hypothesis and returns the
-  :class:`~properties.explore.Exploration` (it asserts nothing: the test decides);
+  :class:`~streamproof.properties.explore.Exploration` (it asserts nothing: the test decides);
 * fixture ``streamproof_certify``: ``streamproof_certify("module:Class", examples=100, seed=0)``
-  certifies a user's operator and returns the :class:`~properties.certify.Certificate`.
+  certifies a user's operator and returns the :class:`~streamproof.properties.certify.Certificate`.
 
 Everything heavy is imported inside the fixtures: loading the plugin costs nothing in a session
 that does not use it.

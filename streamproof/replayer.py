@@ -138,7 +138,7 @@ def _check(prop: registry.Property, scenario: Scenario) -> Verdict:
 def replay(scenario: Scenario) -> ReplayResult:
     """Checks ``scenario`` with its properties and compares it with its reference traces.
 
-    Raises :class:`properties.registry.UnknownProperty` when the scenario names an unknown
+    Raises :class:`streamproof.properties.registry.UnknownProperty` when the scenario names an unknown
     property and :class:`NothingToCheck` when no property checks its family.
     """
     verdicts = [_check(prop, scenario) for prop in properties_for(scenario)]

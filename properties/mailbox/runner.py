@@ -35,7 +35,7 @@ def _flink_name(e: MailboxStateError) -> str:
 
 # -- implementation ------------------------------------------------------------------------
 class ImplMailboxRun:
-    """Drives ``impl.mailbox`` through the steps of a mailbox scenario."""
+    """Drives ``streamproof.impl.mailbox`` through the steps of a mailbox scenario."""
 
     def __init__(self, policy: str = "any_mail"):
         self.policy = InterruptPolicy(policy)
@@ -99,7 +99,7 @@ def _took(mail: Mail | None) -> dict:
 
 # -- model -----------------------------------------------------------------------------------
 class ModelMailboxRun:
-    """Drives ``model.mailbox`` through the steps (the model predicts every observation)."""
+    """Drives ``streamproof.model.mailbox`` through the steps (the model predicts every observation)."""
 
     def __init__(self, policy: str = "any_mail"):
         self.model = spec.MailboxModel(policy)

@@ -1,4 +1,4 @@
-"""The differential check of copy-on-write timer snapshots: ``impl.snapshots`` against
+"""The differential check of copy-on-write timer snapshots: ``streamproof.impl.snapshots`` against
 ``model/snapshot.py``, step by step, on ``snapshots`` scenarios.
 
 Invariants (each property checks its own, see :data:`INVARIANTS`):
@@ -82,7 +82,7 @@ class _Recorder:
 
 
 class ImplSnapshotsRun:
-    """Drives ``impl.snapshots`` through a ``snapshots`` scenario."""
+    """Drives ``streamproof.impl.snapshots`` through a ``snapshots`` scenario."""
 
     def __init__(self) -> None:
         self.max_parallelism = 1

@@ -98,7 +98,7 @@ class _Target:
 
 
 class ImplTimersRun:
-    """Drives ``impl.timers`` through the steps of a timers scenario."""
+    """Drives ``streamproof.impl.timers`` through the steps of a timers scenario."""
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget
@@ -189,7 +189,7 @@ class ImplTimersRun:
 
 # -- model -----------------------------------------------------------------------------------
 class ModelTimersRun:
-    """Drives ``model.timers`` through the steps, following a reference trace's tie choices."""
+    """Drives ``streamproof.model.timers`` through the steps, following a reference trace's tie choices."""
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.recorder = _Recorder()

@@ -38,7 +38,7 @@ def fields_of(step) -> tuple[str, dict]:
 
 # -- implementation ------------------------------------------------------------------------
 class ImplValveRun:
-    """Drives :class:`impl.coordinator.ValveHarness` through the steps of a valve scenario."""
+    """Drives :class:`streamproof.impl.coordinator.ValveHarness` through the steps of a valve scenario."""
 
     def __init__(self, protocol: str = DEFAULT_PROTOCOL):
         self.protocol = protocol
@@ -74,7 +74,7 @@ class ImplValveRun:
 
 # -- model -----------------------------------------------------------------------------------
 class ModelValveRun:
-    """Drives :class:`model.valve.ValveSpec` (the model predicts every observation)."""
+    """Drives :class:`streamproof.model.valve.ValveSpec` (the model predicts every observation)."""
 
     def __init__(self, protocol: str = DEFAULT_PROTOCOL):
         self.protocol = protocol
