@@ -7,9 +7,10 @@ A family is a package with up to three modules, found by name:
 - ``bugzoo``: its known-bug variants, registered with :func:`~streamproof.properties.bugzoo.variant`.
 
 The built-in families are the packages under ``streamproof.properties``. A user's family joins
-with one registration: :func:`register_family_package` (in a ``conftest.py`` or at import), or
-an entry point in the group ``streamproof.families`` whose value is the package's dotted name
-(docs/extending.md). Modules are imported on demand, role by role, so loading scenarios never
+with one registration: an entry point in the group ``streamproof.families`` whose value is the
+package's dotted name (an installed family: the CLI, pytest and campaigns all see it), the
+environment variable ``STREAMPROOF_FAMILIES`` (dotted names, comma-separated), or
+:func:`register_family_package` (in a ``conftest.py`` or at import; docs/extending.md). Modules are imported on demand, role by role, so loading scenarios never
 imports Hypothesis state machines and listing properties never imports bug variants.
 """
 
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from importlib.metadata import entry_points
 
 BUILTIN = tuple(f"streamproof.properties.{name}"
                 for name in ("timers", "mailbox", "job", "snapshots", "termination", "valve"))
 ROLES = ("steps", "catalogue", "bugzoo")
 ENTRY_POINT_GROUP = "streamproof.families"
+ENVIRONMENT = "STREAMPROOF_FAMILIES"
 
 _registered: list[str] = []
 _from_entry_points: list[str] | None = None
@@ -39,10 +42,15 @@ def _entry_point_packages() -> list[str]:
     return _from_entry_points
 
 
+def _environment_packages() -> list[str]:
+    return [name.strip() for name in os.environ.get(ENVIRONMENT, "").split(",") if name.strip()]
+
+
 def packages() -> list[str]:
-    """Every family package: the built-in ones, then entry points, then registered ones."""
+    """Every family package: the built-in ones, then entry points, the environment variable,
+    then registered ones."""
     found: list[str] = []
-    for package in (*BUILTIN, *_entry_point_packages(), *_registered):
+    for package in (*BUILTIN, *_entry_point_packages(), *_environment_packages(), *_registered):
         if package not in found:
             found.append(package)
     return found
@@ -51,8 +59,23 @@ def packages() -> list[str]:
 def _has_module(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
+    except ImportError:  # a parent package that is missing or fails to import
         return False
+    except Exception as e:  # noqa: BLE001 - a parent package raising while imported
+        raise FamilyPackageError(f"family package {name.rsplit('.', 1)[0]!r} cannot be imported: "
+                                 f"{type(e).__name__}: {e}") from None
+
+
+def _import(module: str) -> None:
+    """Imports one role module; any failure becomes one line naming the family package."""
+    try:
+        importlib.import_module(module)
+    except FamilyPackageError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+        package, role = module.rsplit(".", 1)
+        raise FamilyPackageError(f"family package {package!r}: its {role!r} module cannot be imported: "
+                                 f"{type(e).__name__}: {' '.join(str(e).split())}") from None
 
 
 def modules(role: str) -> list[str]:
@@ -64,8 +87,23 @@ def modules(role: str) -> list[str]:
 
 def load(role: str) -> None:
     """Imports the ``role`` module of every family (registering what it declares)."""
+    for package in packages():
+        if package not in BUILTIN and not _has_module(package):
+            raise FamilyPackageError(f"family package {package!r} cannot be imported "
+                                     f"(named by {_origin(package)})")
+        if package not in BUILTIN and not _has_module(f"{package}.steps"):
+            raise FamilyPackageError(f"family package {package!r} has no 'steps' module "
+                                     f"(named by {_origin(package)})")
     for module in modules(role):
-        importlib.import_module(module)
+        _import(module)
+
+
+def _origin(package: str) -> str:
+    if package in _environment_packages():
+        return f"${ENVIRONMENT}"
+    if package in _entry_point_packages():
+        return f"an entry point in {ENTRY_POINT_GROUP!r}"
+    return "register_family_package"
 
 
 def register_family_package(package: str) -> None:
@@ -79,4 +117,4 @@ def register_family_package(package: str) -> None:
         _registered.append(package)
     for role in ROLES:
         if _has_module(f"{package}.{role}"):
-            importlib.import_module(f"{package}.{role}")
+            _import(f"{package}.{role}")

@@ -44,6 +44,7 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
+        families.load("steps")  # a family's properties need its steps
         families.load("catalogue")
 
 

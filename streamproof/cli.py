@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import click
 
 from streamproof.properties import registry
+from streamproof.properties.families import FamilyPackageError
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file
 from streamproof import __version__
 from streamproof.cli_common import (
@@ -62,7 +63,7 @@ class StreamproofGroup(click.Group):
             return super().invoke(ctx)
         except NO_ARGS_HELP:
             raise
-        except (click.UsageError, ScenarioError, registry.UnknownProperty, NothingToCheck) as e:
+        except (click.UsageError, ScenarioError, registry.UnknownProperty, NothingToCheck, FamilyPackageError) as e:
             raise input_error(e) from None
 
 
