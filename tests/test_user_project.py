@@ -1,0 +1,170 @@
+"""streamproof installed into someone else's repository: a scratch project with its own `model`,
+`impl` and `properties` packages and a conftest.py, a fresh venv holding only the wheel built from
+this checkout; pytest (with the plugin, a replay, a check and a certification of the project's own
+operator) and the `streamproof` CLI pass there, and the project's packages stay its own.
+
+The fresh venv gets the third-party requirements (Hypothesis, z3, click, ...) from this test's
+own environment through a path entry, so the test needs no network; streamproof itself comes only
+from the wheel (the path entry's .pth files, this checkout's editable install among them, are not
+processed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = ("model", "impl", "properties", "spark_harness", "streamproof", "pyproject.toml", "README.md")
+SCENARIO = REPO / "examples" / "timers" / "interrupted-try-advance.json"
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def sh(args, cwd, timeout=300, **env):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "VIRTUAL_ENV", "STREAMPROOF_FAMILIES", "PYTEST_ADDOPTS",
+                            "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    environ.update(env)
+    return subprocess.run([str(a) for a in args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel built from a copy of this checkout's sources (the checkout stays clean)."""
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy(path, src / name)
+    proc = sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
+               "-q", "-w", out, src], cwd=src)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (built,) = out.glob("streamproof-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory, wheel) -> Path:
+    """A fresh venv with only the streamproof wheel installed (requirements reachable by path)."""
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    proc = sh([sys.executable, "-m", "venv", root], cwd=root.parent)
+    assert proc.returncode == 0, proc.stderr
+    python = root / "bin" / "python"
+    site = Path(sh([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
+    (site / "requirements-from-parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    proc = sh([python, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check", "-q", wheel],
+              cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A user's repository: its own model/, impl/, properties/, an operator, a conftest and tests."""
+    root = tmp_path_factory.mktemp("userproject")
+    for package in ("model", "impl", "properties"):
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text(f'OWNER = "user"\nNAME = "{package}"\n')
+    (root / "properties" / "registry.py").write_text("PROPERTIES = ['mine']\n")
+    (root / "model" / "orders.py").write_text("def total(xs):\n    return sum(xs)\n")
+    shutil.copy(SCENARIO, root / "scenario.json")
+    (root / "myops.py").write_text(textwrap.dedent('''
+        from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
+        from model.orders import total   # the project's own model package
+
+
+        class HourlyTotal(KeyedProcessFunction):
+            """Tumbling 10-unit event-time windows: the total of each key's values per window."""
+
+            def open(self, ctx):
+                self.values = ctx.get_map_state(MapStateDescriptor("values"))
+
+            def process_element(self, value, ctx, out):
+                end = (ctx.timestamp() // 10 + 1) * 10 - 1
+                self.values.put(end, self.values.get(end, []) + [value])
+                ctx.timer_service().register_event_time_timer(end)
+
+            def on_timer(self, timestamp, ctx, out):
+                out.collect((ctx.get_current_key(), timestamp, total(self.values.get(timestamp, []))))
+                self.values.remove(timestamp)
+    '''))
+    (root / "conftest.py").write_text(textwrap.dedent('''
+        import model, properties.registry   # the project's own packages, imported first
+        assert model.OWNER == "user" and properties.registry.PROPERTIES == ["mine"]
+    '''))
+    (root / "test_user.py").write_text(textwrap.dedent('''
+        import pytest
+        import impl, model, properties
+        import streamproof
+
+
+        def test_the_projects_packages_are_its_own():
+            assert (model.OWNER, impl.OWNER, properties.OWNER) == ("user", "user", "user")
+            assert streamproof.__file__.endswith("streamproof/__init__.py") and "site-packages" in streamproof.__file__
+
+
+        def test_replay(streamproof_replay):
+            assert streamproof_replay(streamproof.load_scenario_file("scenario.json")).holds
+
+
+        @pytest.mark.streamproof(property="mailbox.differential")
+        def test_check(streamproof_check):
+            assert streamproof_check(examples=20).holds
+
+
+        def test_certify_my_operator(streamproof_certify):
+            certificate = streamproof_certify("myops:HourlyTotal", examples=15)
+            assert certificate.holds, certificate.markdown()
+    '''))
+    return root
+
+
+def test_the_wheel_installs_one_top_level_name(wheel):
+    with zipfile.ZipFile(wheel) as whl:
+        top = {name.split("/")[0] for name in whl.namelist()}
+        names = set(whl.namelist())
+    assert top == {"streamproof", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
+    for package in ("model", "impl", "properties", "spark_harness", "properties/timers", "properties/valve"):
+        assert f"streamproof/{package}/__init__.py" in names
+    assert "streamproof/properties/schemas/scenario.schema.json" in names
+
+
+def test_only_streamproof_is_importable_in_the_fresh_venv(venv, tmp_path):
+    python = venv / "bin" / "python"
+    bare = sh([python, "-c", "import model"], cwd=tmp_path)
+    assert bare.returncode != 0 and "No module named 'model'" in bare.stderr
+    for name in ("impl", "properties", "spark_harness"):
+        assert sh([python, "-c", f"import {name}"], cwd=tmp_path).returncode != 0, name
+    ok = sh([python, "-c", "import streamproof.model, streamproof.impl, streamproof.properties; "
+                           "print(streamproof.properties.__file__)"], cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert str(venv) in ok.stdout  # the wheel's copy, not this checkout
+
+
+def test_pytest_with_the_plugin_in_the_users_project(venv, project):
+    proc = sh([venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", project, project],
+              cwd=project)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "4 passed" in proc.stdout
+
+
+def test_the_cli_in_the_users_project(venv, project):
+    cli = venv / "bin" / "streamproof"
+    assert sh([cli, "--version"], project).stdout.startswith("streamproof ")
+    replay = sh([cli, "replay", "scenario.json"], project)
+    assert replay.returncode == 0 and "verdict: held" in replay.stdout, replay.stdout + replay.stderr
+    certify = sh([cli, "certify", "myops:HourlyTotal", "--examples", "15", "--out", "cert"], project)
+    assert certify.returncode == 0, certify.stdout + certify.stderr
+    assert (project / "cert" / "certificate.json").exists()
+    bad = sh([cli, "certify", "model:Nothing"], project)  # the user's model package, no such class
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "model" in bad.stderr, bad.stderr
