@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.common import sizes_parser  # noqa: E402
 from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
 from streamproof.impl.snapshot_format import decode_snapshot  # noqa: E402
 from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
@@ -203,16 +204,9 @@ def summary(rows: list[Row]) -> list[str]:
     return lines
 
 
-def parse_sizes(text: str) -> list[int]:
-    sizes = [int(p.replace("_", "")) for p in text.split(",") if p.strip()]
-    if not sizes or any(s <= 0 for s in sizes):
-        raise argparse.ArgumentTypeError(f"--sizes needs positive integers, got {text!r}")
-    return sizes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m benchmarks.snapshots", description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=parse_sizes, default=[1_000, 10_000, 100_000, 1_000_000])
+    parser.add_argument("--sizes", type=sizes_parser(), default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--keys", type=int, default=10_000, help="distinct keys (default 10000)")
     parser.add_argument("--repeat", type=int, default=20, help="repetitions of the sync parts (default 20)")
     parser.add_argument("--seed", type=int, default=0)

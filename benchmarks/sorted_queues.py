@@ -47,6 +47,7 @@ try:
 except ImportError:  # not a dependency of the project any more: needed for this benchmark only
     SortedList = None
 
+from benchmarks.common import sizes_parser  # noqa: E402
 from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group  # noqa: E402
 from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError  # noqa: E402
 from streamproof.impl.termination import TimerTerminationAction  # noqa: E402
@@ -356,22 +357,12 @@ def format_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def parse_sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--sizes needs comma-separated integers, got {text!r}") from None
-    if not sizes or any(s <= 1 for s in sizes):
-        raise argparse.ArgumentTypeError(f"--sizes needs integers > 1, got {text!r}")
-    return sizes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m benchmarks.sorted_queues",
         description="Timer queue operations: impl.queues (heap) vs a sortedcontainers.SortedList queue.",
     )
-    parser.add_argument("--sizes", type=parse_sizes, default=[100, 10_000, 100_000],
+    parser.add_argument("--sizes", type=sizes_parser(2), default=[100, 10_000, 100_000],
                         help="comma-separated N values (default: 100,10000,100000)")
     parser.add_argument("--keys", type=int, default=1000, help="number of distinct keys K (default: 1000)")
     parser.add_argument("--repeat", type=int, default=None,

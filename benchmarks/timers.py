@@ -27,6 +27,7 @@ from typing import Callable
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.common import sizes_parser  # noqa: E402
 from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
 from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
 
@@ -262,22 +263,12 @@ def target_lines(rows: list[Row]) -> list[str]:
     return lines
 
 
-def parse_sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--sizes needs comma-separated integers, got {text!r}") from None
-    if not sizes or any(s <= 0 for s in sizes):
-        raise argparse.ArgumentTypeError(f"--sizes needs positive integers, got {text!r}")
-    return sizes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m benchmarks.timers",
         description="Register and fire N timers over K keys: impl.timers vs a heapq+dict baseline.",
     )
-    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000, 1_000_000],
+    parser.add_argument("--sizes", type=sizes_parser(), default=[10_000, 100_000, 1_000_000],
                         help="comma-separated N values (default: 10000,100000,1000000)")
     parser.add_argument("--keys", type=int, default=1000, help="number of distinct keys K (default: 1000)")
     parser.add_argument("--repeat", type=int, default=None,
