@@ -233,11 +233,35 @@ class Job:
                      if s.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
             sink_states = [s.sink for s in checkpoint.task_snapshots if s.subtask_index % p == task.subtask_index]
             task.restore(owned, sink_states)
-        # unaligned checkpoints: in-flight records are delivered again, re-routed by key group
+        self._replay_channel_state(checkpoint)
+
+    def _replay_channel_state(self, checkpoint: CompletedCheckpoint) -> None:
+        """Unaligned checkpoints: the persisted in-flight data is delivered again before anything
+        the sources send after their restored offsets. It holds every stream element, watermarks
+        included (Flink persists the buffers, not only the records): records are re-routed by key
+        group; a watermark goes to the tasks on its channel, in order with that channel's records.
+        After a rescale the old subtasks' buffers of one channel are merged, which Flink keeps
+        apart (virtual channels, each with its own watermark); here a channel then gets its
+        records in order and, after them, the smallest watermark every old buffer had reached,
+        so that no replayed record becomes late."""
+        rescaled = checkpoint.parallelism != self.parallelism
+        reached: dict[int, list[int]] = {}
         for snapshot in checkpoint.task_snapshots:
+            last: dict[int, int] = {}
             for channel, element in snapshot.channel_state:
                 if isinstance(element, StreamRecord):
                     self.tasks[self.route(element)].receive(channel, element)
+                elif isinstance(element, Watermark):
+                    if rescaled:
+                        last[channel] = max(element.timestamp, last.get(channel, element.timestamp))
+                    else:
+                        self.tasks[snapshot.subtask_index].receive(channel, element)
+            for channel, timestamp in last.items():
+                reached.setdefault(channel, []).append(timestamp)
+        owners = {s.subtask_index for s in checkpoint.task_snapshots}
+        for channel, timestamps in reached.items():
+            if len(timestamps) == len(owners):  # every old buffer of the channel had a watermark
+                self.broadcast(channel, Watermark(min(timestamps)))
 
     def _interrupt_check(self, task: OperatorTask):
         """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail

@@ -47,6 +47,8 @@ class SimulationResult:
     # processing-time timers left in the last completed checkpoint: (key, ts, termination action)
     final_processing_timers: list = field(default_factory=list)
     flushes: list = field(default_factory=list)  # (attempt, subtask, FlushRecord) of every end-of-input flush
+    late_records: int = 0  # records that reached an operator at or below its current watermark
+    side_outputs: int = 0  # values the operators emitted to side outputs (not committed by the sink)
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -106,4 +108,5 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
     flushes = [(t.attempt, t.subtask_index, t.flush) for t in job.all_tasks if t.flush is not None]
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
                             job.events, interrupted_seen, applied, stalled, channel_state, final_timers,
-                            final_processing, flushes)
+                            final_processing, flushes, sum(t.late_records for t in job.all_tasks),
+                            sum(len(getattr(t.operator, "side_outputs", ())) for t in job.all_tasks))

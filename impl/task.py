@@ -190,6 +190,7 @@ class OperatorTask:
         self.next_channel = 0
         self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
+        self.late_records = 0  # metric: records at or below the operator's current watermark
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
 
@@ -246,6 +247,8 @@ class OperatorTask:
         if channel in self.recording_channels and index < self.barrier_positions.get(channel, index + 1):
             self.recording[channel].append(element)  # in flight before this channel's barrier
         if isinstance(element, StreamRecord):
+            if element.timestamp <= self.valve.last_output:
+                self.late_records += 1  # at or below the watermark already processed: late (metric)
             self.operator.process_element(element)
         elif isinstance(element, Watermark):
             combined = self.valve.input_watermark(channel, element.timestamp)
@@ -283,7 +286,8 @@ class OperatorTask:
     def _emit(self, value: Any, timestamp: int | None) -> None:
         if self.state == self.FINISHED:
             raise RuntimeError(f"{self.name}[{self.subtask_index}] emitted {value!r} after finish()")
-        origin = "timer" if self.operator.context.time_domain else "element"
+        domain = self.operator.context.time_domain  # "event" / "processing" inside on_timer
+        origin = {"event": "timer", "processing": "processing-timer"}.get(domain, "element")
         self.output_log.append(("record", value, timestamp, origin))
         self.sink.invoke(value)
 

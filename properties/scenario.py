@@ -320,12 +320,37 @@ class StepsKind(Kind):
         return {"type": "array", "items": _dispatch_schema(self.classes.values(), ref)}
 
 
+@dataclass(frozen=True)
+class JsonKind(Kind):
+    """Any JSON value (no NaN or Infinity); held in a step as its canonical JSON text, so steps
+    stay hashable."""
+
+    expected: str = "a JSON value"
+
+    def parse(self, value: Any, loc: Loc, name: str) -> str:
+        try:
+            return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            raise loc.expected(name, self.expected, value) from None
+
+    def dump(self, value: Any) -> Any:
+        return json.loads(value)
+
+    def freeze(self, value: Any) -> Any:
+        return value if isinstance(value, str) else json.dumps(value, sort_keys=True, allow_nan=False,
+                                                               separators=(",", ":"))
+
+    def schema(self, ref: Callable[[type], str]) -> dict:
+        return {}
+
+
 INT64 = IntKind(INT64_MIN, INT64_MAX)
 INT32 = IntKind(INT32_MIN, INT32_MAX)
 STR = StrKind()
 BOOL = BoolKind()
 KEY = KeyKind()
 KEY_GROUP_RANGE = KeyGroupRangeKind()
+JSON = JsonKind()
 
 
 # ------------------------------------------------------------------------------------ steps

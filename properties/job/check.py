@@ -142,6 +142,8 @@ def _watermarks(run: SimulationResult, reference: SimulationResult):
                 if last is not None and entry[1] <= last:
                     return "watermarks-strictly-increase", f"attempt {attempt} subtask {subtask}: {entry[1]} after {last}"
                 last = entry[1]
+            # event-time timer output only: a processing-time timer's timestamp is wall-clock
+            # time, which no watermark orders
             elif entry[0] == "record" and entry[3] == "timer" and last is not None and entry[2] <= last:
                 return ("no-timer-output-behind-its-watermark",
                         f"attempt {attempt} subtask {subtask}: timer {entry[2]} output {entry[1]!r} after watermark {last}")

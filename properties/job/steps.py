@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault
 from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.properties.job.values import decode
 from streamproof.properties.scenario import (
-    BOOL, INT64, KEY, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
+    BOOL, INT64, JSON, KEY, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
 )
 
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -28,6 +29,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "async_mail_rate": 0.3,
     "seed": 0,
     "drain": True,
+    "late_records": False,        # records at or below their source's watermark allowed (certify)
 }
 SOURCE = IntKind(0, 63)
 PARALLELISM = IntKind(1, 64)
@@ -41,6 +43,19 @@ class Record(Step):
     source: int = arg(SOURCE)
     key: Any = arg(KEY)
     value: int = arg(INT64)
+    ts: int = arg(INT64)
+
+
+@step
+class UserRecord(Step):
+    """A record of any JSON-like shape (``data``, encoded by :mod:`streamproof.properties.job.values`)
+    read by source subtask ``source``; ``key`` and ``ts`` are what the user's key selector and
+    timestamp assigner gave it. Certification writes these."""
+
+    op: ClassVar[str] = "user_record"
+    source: int = arg(SOURCE)
+    key: Any = arg(KEY)
+    data: Any = arg(JSON)
     ts: int = arg(INT64)
 
 
@@ -85,11 +100,12 @@ def validate_job(scenario: Scenario) -> None:
     sources = params["sources"]
     last_watermark: dict[int, int] = {}
     for i, s in enumerate(scenario.steps):
-        if isinstance(s, (Record, SourceWatermark)) and s.source >= sources:
+        if isinstance(s, (Record, UserRecord, SourceWatermark)) and s.source >= sources:
             raise step_error(i, s, "source", f"a source below params.sources ({sources})", s.source)
         if isinstance(s, SourceWatermark):
             last_watermark[s.source] = max(s.ts, last_watermark.get(s.source, s.ts))
-        if isinstance(s, Record) and s.source in last_watermark and s.ts <= last_watermark[s.source]:
+        if (isinstance(s, (Record, UserRecord)) and not params["late_records"] and s.source in last_watermark
+                and s.ts <= last_watermark[s.source]):
             raise step_error(i, s, "ts", f"a timestamp above the source's last watermark "
                              f"({last_watermark[s.source]}): the record would be late", s.ts)
         if isinstance(s, Rescale) and s.parallelism > params["max_parallelism"]:
@@ -115,7 +131,7 @@ def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_ti
             raise TOP.expected("params", f"{name}: a positive integer", params[name], "semantic")
     if params["parallelism"] > params["max_parallelism"]:
         raise TOP.expected("params", "parallelism <= max_parallelism", params["parallelism"], "semantic")
-    for name in flags:
+    for name in (*flags, "late_records") if "late_records" in params else flags:
         if not isinstance(params[name], bool):
             raise TOP.expected("params", f"{name}: true or false", params[name], "semantic")
     if not isinstance(params["async_mail_rate"], (int, float)) or not 0 <= params["async_mail_rate"] <= 1:
@@ -127,6 +143,8 @@ def sources_of(scenario: Scenario) -> list[list]:
     for s in scenario.steps:
         if isinstance(s, Record):
             sources[s.source].append(StreamRecord(s.key, s.value, s.ts))
+        elif isinstance(s, UserRecord):
+            sources[s.source].append(StreamRecord(s.key, decode(JSON.dump(s.data)), s.ts))
         elif isinstance(s, SourceWatermark):
             sources[s.source].append(Watermark(s.ts))
     return sources
@@ -149,5 +167,5 @@ def task_config(params: dict, interruptible: bool | None = None) -> TaskConfig:
                       unaligned_checkpoints=params["unaligned"], drain=params["drain"])
 
 
-JOB_STEPS = [Record, SourceWatermark, Fail, FailInInterruptedFiring, Rescale]
+JOB_STEPS = [Record, UserRecord, SourceWatermark, Fail, FailInInterruptedFiring, Rescale]
 register_family("job", JOB_STEPS, validate_job)
