@@ -1,12 +1,26 @@
-"""``streamproof certify module:Class``: certifies a user's KeyedProcessFunction (docs/certify.md).
+"""``streamproof certify module:Class``: certifies a user's keyed operator (docs/certify.md).
 Registered on the ``streamproof`` group by ``streamproof/cli.py``."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import click
+
+
+def _args(text: str | None):
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise click.BadParameter(f"not JSON: {e}", param_hint="--args") from None
+    if not isinstance(value, (list, dict)):
+        raise click.BadParameter("a JSON list (positional) or object (keyword arguments)", param_hint="--args")
+    return value
 
 
 @click.command()
@@ -15,33 +29,48 @@ import click
               help="job scenarios per property [default: the profile's]")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed")
 @click.option("--out", default="streamproof-certificate", show_default=True, metavar="DIR",
-              help="where certificate.json, certificate.md and counterexamples go")
+              help="where certificate.json, .md, .html and the counterexamples go")
 @click.option("--replay", "replay_file", default=None, metavar="FILE", help="check one counterexample file instead")
-def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None) -> None:
-    """Certify a KeyedProcessFunction (records: key, int value, timestamp) under interruptible timers,
-    checkpoints, failures and rescales against its own ideal run. Exit 0 when certified, 1 when not,
-    2 on bad input."""
+@click.option("--records", default=None, metavar="MODULE:NAME",
+              help="a Hypothesis strategy of one input record (or a function returning one) [default: the "
+                   "operator module's records()]")
+@click.option("--key", default=None, metavar="SELECTOR",
+              help="the key of a record: MODULE:FUNCTION, a field index or a field name [default: the module's key()]")
+@click.option("--timestamp", default=None, metavar="SELECTOR",
+              help="the event time of a record (ms): MODULE:FUNCTION, index or field name [default: the module's "
+                   "timestamp()]")
+@click.option("--args", "args_json", default=None, metavar="JSON",
+              help="constructor arguments: a JSON list or object [default: the module's ARGS, else none]")
+@click.option("--span", type=click.IntRange(1), default=None, metavar="MS",
+              help="built-in records only: how far timestamps reach [default: 3x the operator's largest constant]")
+def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
+            records: str | None, key: str | None, timestamp: str | None, args_json: str | None,
+            span: int | None) -> None:
+    """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
+    impl.operators style) under interruptible timers, checkpoints, failures and rescales against
+    Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, profile_defaults
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, profile_defaults
 
+    args = _args(args_json)
     try:
+        subject = cert.load(operator, args, records, key, timestamp, span)
         if replay_file is not None:
-            verdicts = cert.replay(operator, replay_file)
+            verdicts = cert.replay(subject, replay_file)
             for v in verdicts:
                 click.echo(f"{v.property}: {'held' if v.holds else f'FAILED {v.invariant}: {v.message}'}")
             click.get_current_context().exit(EXIT_HELD if all(v.holds for v in verdicts) else EXIT_FAILED)
-        certificate = cert.certify(operator, examples or profile_defaults()[0], seed, Path(out))
+        command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
+        certificate = cert.certify(subject, examples or profile_defaults()[0], seed, Path(out), command=command)
     except (cert.CertifyError, ScenarioError, OSError) as e:
         raise InputError(e) from None
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "certificate.json").write_text(json.dumps(certificate.to_json(), indent=2) + "\n")
-    (Path(out) / "certificate.md").write_text(certificate.markdown())
     for r in certificate.results:
-        line = f"{r['property']:22} {r['verdict']:7} {r['examples']:6} examples  {r['seconds']:6.1f} s"
+        line = f"{r['property']:30} {r['verdict']:13} {r['examples']:6} examples  {r['seconds']:6.1f} s"
         if r["verdict"] != "held":
-            line += f"  {r['message']}  scenario: {r['scenario_file']}"
+            line += f"  {r['message']}" + (f"  scenario: {r['scenario_file']}" if r["scenario_file"] else "")
         click.echo(line)
-    click.echo(f"\n{operator}: {'certified' if certificate.holds else 'NOT certified'}; "
-               f"certificate: {Path(out) / 'certificate.md'}")
+    for finding in certificate.findings:
+        click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
+    click.echo(f"\n{operator}: {certificate.status}; certificate: {Path(out) / 'certificate.md'}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)

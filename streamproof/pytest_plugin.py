@@ -6,7 +6,7 @@
 * fixture ``streamproof_check``: ``streamproof_check(property=None, examples=100, seed=0)``
   explores a property with Hypothesis and returns the
   :class:`~streamproof.properties.explore.Exploration` (it asserts nothing: the test decides);
-* fixture ``streamproof_certify``: ``streamproof_certify("module:Class", examples=100, seed=0)``
+* fixture ``streamproof_certify``: ``streamproof_certify("module:Class", examples=100, seed=0, **input)``
   certifies a user's operator and returns the :class:`~streamproof.properties.certify.Certificate`.
 
 Everything heavy is imported inside the fixtures: loading the plugin costs nothing in a session
@@ -65,12 +65,13 @@ def streamproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 @pytest.fixture
 def streamproof_certify(tmp_path) -> Callable[..., Any]:
-    """``certify("module:Class", examples=100, seed=0) -> Certificate`` (docs/certify.md):
-    counterexamples go to the test's ``tmp_path``; the test asserts ``certificate.holds``."""
+    """``certify("module:Class", examples=100, seed=0, *, args=None, records=None, key=None,
+    timestamp=None, span=None) -> Certificate`` (docs/certify.md): counterexamples go to the
+    test's ``tmp_path``; the test asserts ``certificate.holds``."""
 
-    def run(operator: str, examples: int = 100, seed: int = 0) -> Any:
-        from streamproof.properties.certify import certify
+    def run(operator: str, examples: int = 100, seed: int = 0, **given: Any) -> Any:
+        from streamproof.properties.certify import certify, load
 
-        return certify(operator, examples, seed, tmp_path / "certificate")
+        return certify(load(operator, **given), examples, seed, tmp_path / "certificate")
 
     return run

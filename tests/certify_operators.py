@@ -1,6 +1,6 @@
 """Operators for tests/test_certify.py: a correct one and classic mistakes."""
 
-from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
+from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor, ValueStateDescriptor
 
 
 class GoodSum(KeyedProcessFunction):
@@ -50,3 +50,19 @@ class NeedsArguments(GoodSum):
 
 class NotAnOperator:
     pass
+
+
+class CountAtFiring(KeyedProcessFunction):
+    """Emits, when each record's timer fires, how many records of its key arrived so far: correct
+    with timers fired in one go at a watermark, wrong once interruptible timers let later records
+    in between the timers of one watermark (an alert that reads "the state now")."""
+
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count", 0))
+
+    def process_element(self, value, ctx, out):
+        self.count.update(self.count.value() + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
+
+    def on_timer(self, timestamp, ctx, out):
+        out.collect((ctx.get_current_key(), timestamp, self.count.value()))

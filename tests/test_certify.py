@@ -38,7 +38,7 @@ def test_state_outside_keyed_state_is_not_certified_and_its_counterexample_repla
 
 def test_an_operator_that_raises_is_not_certified(tmp_path):
     c = cert.certify(f"{OPS}:Raises", 30, 0, tmp_path)
-    assert not c.holds and c.results[0]["invariant"] in ("ideal-run-finishes", "job-finishes")
+    assert not c.holds and c.results[0]["invariant"] in ("failure-free-run-finishes", "job-finishes")
     assert "boom in on_timer" in c.results[0]["message"]
 
 
@@ -69,7 +69,15 @@ def test_each_certification_property_catches_a_runtime_bug(bug, prop):
     from streamproof.properties.bugzoo import get_variant
     from streamproof.properties.explore import explore
 
-    props = {p.name: p for p in cert.properties_for(f"{OPS}:GoodSum", cert.load_operator(f"{OPS}:GoodSum"))}
+    props = {p.name: p for p in cert.properties_for(cert.load(f"{OPS}:GoodSum"))}
     with get_variant(bug).patch():
         result = explore(props[prop], 300, seed=0, shrink=False)
     assert not result.holds, f"{prop} survived {bug}"
+
+
+def test_an_operator_whose_output_changes_when_firings_split_is_not_certified(tmp_path):
+    c = cert.certify(f"{OPS}:CountAtFiring", 200, 0, tmp_path)
+    verdicts = {r["property"]: r for r in c.results}
+    assert verdicts["certify.interruptible-timers"]["verdict"] == "failed", c.markdown()
+    assert "splitting timer firings" in verdicts["certify.interruptible-timers"]["message"]
+    assert verdicts["certify.interruptible-timers"]["coverage"]["timer firing interrupted"] > 0

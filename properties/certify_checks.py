@@ -1,0 +1,288 @@
+"""The certification properties of a user's operator, their reference runs, diagnosis and coverage
+(docs/certify.md).
+
+**The reference is Flink's exactly-once promise**: the committed output must equal the output of
+*some* failure-free run that consumes the same input. A job's failure-free runs differ only in how
+its parallel inputs interleave (the schedule) and, with interruptible timers, where a firing is
+split. For each scenario the reference set is the failure-free runs under the scenario's schedule
+and two others, each with interruptible timers on and off. ``certify.same-output`` holds when the
+committed output is one of them. When the failure-free runs disagree among themselves and the
+committed output matches none, the operator depends on arrival order (a finding, reported apart,
+never blamed on a fault); when they agree and it matches none, a fault changed the output: the
+counterexample is re-run with one cause at a time to say which.
+
+``certify.interruptible-timers`` is the FLIP-443 question on its own: the same input in the same
+schedule, firings split by interruptible timers or not, gives the same output.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+from streamproof.impl.job import JobSpec
+from streamproof.impl.sim import Fault, SimulationResult, simulate
+from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.properties.bugzoo import clears_on_patch
+from streamproof.properties.job import check as job_check
+from streamproof.properties.job.functions import FUNCTIONS
+from streamproof.properties.job.steps import faults_of, job_params, sources_of, task_config
+from streamproof.properties.job.values import canonical, encode
+from streamproof.properties.reach import note
+from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
+from streamproof.properties.verdict import Verdict
+
+OTHER_SCHEDULES = 2      # failure-free schedules besides the scenario's own
+SPLIT_MAIL_RATE = 0.8    # foreign mail while a timer fires: how often interruptible firings split
+
+FINDING_ARRIVAL_ORDER = "finding: output depends on arrival order"
+COVERAGE = (
+    "timer fired before end of input",
+    "timer firing interrupted",
+    "failure after a checkpoint",
+    "failure inside an interrupted firing",
+    "rescaled restore",
+    "late record",
+    "side output",
+    "non-empty output",
+)
+REQUIRED = ("timer fired before end of input", "non-empty output")  # else the certificate is vacuous
+
+
+def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = None) -> JobSpec:
+    params = job_params(scenario)
+    return JobSpec(sources_of(scenario), FUNCTIONS[params["operator"]], parallelism=params["parallelism"],
+                   max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
+                   config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
+                   async_mail_rate=params["async_mail_rate"] if mail_rate is None else mail_rate)
+
+
+def _run(scenario: Scenario, interruptible: bool, seed: int, faults: tuple = (),
+         mail_rate: float | None = None) -> SimulationResult | str:
+    try:
+        return simulate(_spec(scenario, interruptible, mail_rate), seed, faults)
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything: a verdict, not a crash
+        return f"{type(e).__name__}: {' '.join(str(e).split())}"
+
+
+class Runs:
+    """The runs of one scenario, each made on first use (a correct operator needs three)."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        seed = job_params(scenario)["seed"]
+        self.seeds = [seed] + [seed * 7919 + k + 1 for k in range(OTHER_SCHEDULES)]
+        self._cache: dict = {}
+
+    def _get(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def faulty(self):
+        """Interruptible timers on, the scenario's faults and schedule."""
+        return self._get("faulty", lambda: _run(self.scenario, True, self.seeds[0], faults_of(self.scenario)))
+
+    def off(self, i: int):
+        """Failure-free, interruptible timers off, schedule ``i`` (0: the scenario's)."""
+        return self._get(("off", i), lambda: _run(self.scenario, False, self.seeds[i]))
+
+    def on(self, i: int):
+        """Failure-free, interruptible timers on, schedule ``i``."""
+        return self._get(("on", i), lambda: _run(self.scenario, True, self.seeds[i]))
+
+    @property
+    def split(self):
+        """Failure-free, the scenario's schedule, firings split often."""
+        return self._get("split", lambda: _run(self.scenario, True, self.seeds[0], mail_rate=SPLIT_MAIL_RATE))
+
+    def references(self):
+        """Failure-free runs, the likeliest match first (made one by one as they are needed)."""
+        yield self.off(0)
+        yield self.on(0)
+        for i in range(1, len(self.seeds)):
+            yield self.off(i)
+            yield self.on(i)
+
+
+@lru_cache(maxsize=256)
+def _runs(text: str) -> Runs:
+    return Runs(load_scenario(text))
+
+
+clears_on_patch(_runs.cache_clear)
+
+
+def runs(scenario: Scenario) -> Runs:
+    return _runs(dump_scenario(scenario))
+
+
+def output(run: SimulationResult) -> Counter:
+    """The committed output as a multiset compared by value (lists, NaN, sets: see job/values.py)."""
+    return Counter(canonical(v) for v in run.committed)
+
+
+def _first_error(*candidates) -> str | None:
+    return next((c for c in candidates if isinstance(c, str)), None)
+
+
+def _difference(got: Counter, want: Counter) -> str:
+    extra, missing = sorted(got - want)[:3], sorted(want - got)[:3]
+    return f"extra {extra}, missing {missing}"
+
+
+def observed_of(run: SimulationResult) -> list[dict]:
+    """The faulty run as observations: committed outputs (encoded, any shape), then job events."""
+    return [{"event": "committed", "record": _plain(v)} for v in run.committed] + \
+           [{"event": e[0], "detail": [_plain(x) for x in e[1:]]} for e in run.events]
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return encode(value)
+    except ValueError:
+        return repr(value)
+
+
+# -- coverage ------------------------------------------------------------------------------
+def timer_outputs_before_end(run: SimulationResult) -> int:
+    """Timer outputs followed (in their task's log) by a watermark below MAX: they fired before
+    end of input."""
+    count = 0
+    for _, _, log in run.output_logs:
+        pending = 0
+        for entry in log:
+            if entry[0] == "record" and entry[3] in ("timer", "processing-timer"):
+                pending += 1
+            elif entry[0] == "watermark" and entry[1] < MAX_WATERMARK:
+                count += pending
+                pending = 0
+    return count
+
+
+def cover(run: SimulationResult) -> None:
+    if timer_outputs_before_end(run):
+        note("timer fired before end of input")
+    if run.interrupted_firings_seen:
+        note("timer firing interrupted")
+    if any(e[0] == "failover" and e[3] is not None for e in run.events):
+        note("failure after a checkpoint")
+    for fault in run.faults_applied:
+        if fault.kind == "fail_in_interrupted_firing":
+            note("failure inside an interrupted firing")
+        elif fault.kind == "rescale":
+            note("rescaled restore")
+    if run.late_records:
+        note("late record")
+    if run.side_outputs:
+        note("side output")
+    if run.committed:
+        note("non-empty output")
+
+
+# -- diagnosis -----------------------------------------------------------------------------
+def diagnose(scenario: Scenario, references: list[Counter]) -> str:
+    """Re-runs the counterexample with one cause at a time; says which reproduces the difference."""
+    seed, faults = job_params(scenario)["seed"], faults_of(scenario)
+    causes = []
+    for fault in faults:
+        alone = _run(scenario, True, seed, (fault,))
+        if not isinstance(alone, str) and output(alone) not in references:
+            causes.append(f"{_fault_text(fault)} alone reproduces it")
+    if faults and not causes:
+        without_split = _run(scenario, False, seed, faults)
+        if not isinstance(without_split, str) and output(without_split) in references:
+            causes.append("the faults together with interruptible timers (without interruptible timers the "
+                          "output is right)")
+        else:
+            causes.append("only the faults together reproduce it")
+    return "; ".join(causes) or "no single cause isolated"
+
+
+def _fault_text(fault: Fault) -> str:
+    if fault.kind == "fail":
+        return f"the failure at step {fault.at}"
+    if fault.kind == "rescale":
+        return f"the rescale to {fault.parallelism} at step {fault.at}"
+    return f"the failure inside interrupted firing #{fault.nth}"
+
+
+# -- the properties ------------------------------------------------------------------------
+def _same_output(scenario: Scenario, r: Runs):
+    if isinstance(r.off(0), str):
+        return "failure-free-run-finishes", f"the operator fails without any fault: {r.off(0)}"
+    if isinstance(r.faulty, str):
+        return "job-finishes", r.faulty
+    cover(r.faulty)
+    got = output(r.faulty)
+    references = []
+    for run in r.references():
+        if isinstance(run, str):
+            return "failure-free-run-finishes", f"the operator fails without any fault: {run}"
+        references.append(output(run))
+        if got == references[-1]:
+            return None
+    if _order_sensitive(r):
+        note(FINDING_ARRIVAL_ORDER)
+        return None  # no fault to blame: the failure-free runs disagree among themselves (a finding)
+    return ("same-output-as-a-failure-free-run",
+            f"the committed output matches no failure-free run: {_difference(got, references[0])}; "
+            f"cause: {diagnose(scenario, references)}")
+
+
+def _order_sensitive(r: Runs) -> bool:
+    """Do failure-free runs of the same input (timers never split) differ between schedules?"""
+    outputs = [r.off(i) for i in range(len(r.seeds))]
+    return len({canonical(sorted(output(x).items())) for x in outputs if not isinstance(x, str)}) > 1
+
+
+def _interruptible(scenario: Scenario, r: Runs):
+    for run in (r.off(0), r.split):
+        if isinstance(run, str):
+            return "failure-free-run-finishes", f"the operator fails without any fault: {run}"
+    cover(r.split)
+    if output(r.split) == output(r.off(0)):
+        return None
+    if _order_sensitive(r):
+        if output(r.split) in [output(r.off(i)) for i in range(len(r.seeds))]:
+            return None
+        note(FINDING_ARRIVAL_ORDER)
+        return None
+    return ("same-output-with-split-firings",
+            f"splitting timer firings (FLIP-443) changes the output: {_difference(output(r.split), output(r.off(0)))} "
+            f"({r.split.interrupted_firings_seen} interrupted firings; the same input in the same order)")
+
+
+def _on_faulty(check):
+    def run(scenario: Scenario, r: Runs):
+        if isinstance(r.faulty, str):
+            return "job-finishes", r.faulty
+        cover(r.faulty)
+        return check(r.faulty, None)
+    return run
+
+
+CHECKS = {
+    "certify.same-output": _same_output,
+    "certify.interruptible-timers": _interruptible,
+    "certify.watermarks": _on_faulty(job_check.CHECKS["job.watermarks"]),
+    "certify.end-of-input": _on_faulty(job_check.CHECKS["job.end-of-input"]),
+}
+
+SUMMARIES = {
+    "certify.same-output": "the committed output equals the output of a failure-free run of the same input",
+    "certify.interruptible-timers": "splitting timer firings (FLIP-443) does not change the output",
+    "certify.watermarks": "per attempt, watermarks increase and no event-time timer output trails its watermark",
+    "certify.end-of-input": "MAX_WATERMARK before EndOfData, nothing after it, interrupted firings progress",
+}
+
+
+def check(prop: str, scenario: Scenario) -> Verdict:
+    r = runs(scenario)
+    problem = CHECKS[prop](scenario, r)
+    observed = observed_of(r.faulty) if prop != "certify.interruptible-timers" and not isinstance(r.faulty, str) else []
+    if problem:
+        return Verdict(prop, False, observed, problem[0], problem[1])
+    return Verdict(prop, True, observed)

@@ -1,0 +1,235 @@
+"""What a certification feeds the user's operator: its records, keys and timestamps, and the job
+scenarios built from them.
+
+A :class:`RecordSpec` names a Hypothesis strategy of ONE input record (any JSON-like shape), the
+key selector and the timestamp assigner (each a ``module:function``, a field index or a field
+name), as the user's pipeline does with ``key_by`` and a ``TimestampAssigner``. A module that
+defines ``records()``, ``key(record)`` and ``timestamp(record)`` next to its operator needs no
+options. Without records, an operator of the ``impl.operators`` style gets the built-in
+``(key, int value, timestamp)`` scenarios, their timestamps stretched to the operator's own time
+constants (``span``) so that its timers fire before end of input.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from streamproof.properties.job.steps import (
+    Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark, UserRecord,
+)
+from streamproof.properties.job.values import UnencodableValue, encode
+from streamproof.properties.scenario import JSON, Scenario
+
+DEFAULT_SPAN = 60  # the built-in scenarios' time range
+
+
+class InputError(ValueError):
+    """The records, key selector or timestamp assigner cannot be used (one line)."""
+
+
+@dataclass
+class RecordSpec:
+    """The user's input: ``strategy()`` draws one record; ``key``/``timestamp`` read it."""
+
+    strategy: Callable[[], Any]
+    key: Callable[[Any], Any]
+    timestamp: Callable[[Any], int]
+    names: dict  # how each part was given, for the certificate and the replay command
+
+
+def resolve(ref: str, what: str) -> Any:
+    module_name, sep, name = ref.partition(":")
+    if not sep or not module_name or not name:
+        raise InputError(f"{what} {ref!r}: expected module:name")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001 - any import failure is bad input
+        raise InputError(f"{what} {ref!r}: cannot import {module_name}: {type(e).__name__}: {e}") from None
+    if not hasattr(module, name):
+        raise InputError(f"{what} {ref!r}: {module_name} has no {name}")
+    return getattr(module, name)
+
+
+def selector(ref: str | int | Callable, what: str) -> Callable[[Any], Any]:
+    """A ``module:function``, a field index (``0``) or a field name (``user_id``)."""
+    if callable(ref):
+        return ref
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.lstrip("-").isdigit()):
+        index = int(ref)
+        return lambda record: record[index]
+    if isinstance(ref, str) and ":" in ref:
+        function = resolve(ref, what)
+        if not callable(function):
+            raise InputError(f"{what} {ref!r} is not a function")
+        return function
+    name = str(ref)
+
+    def field(record: Any) -> Any:
+        if isinstance(record, dict):
+            return record[name]
+        try:
+            return record[name]  # a named Row
+        except (TypeError, KeyError, IndexError, ValueError):
+            return getattr(record, name)
+    return field
+
+
+def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None) -> RecordSpec | None:
+    """The user's input from the options, else from the operator's module (``records``, ``key``,
+    ``timestamp``), else None (the built-in integer records)."""
+    given = {"records": records, "key": key, "timestamp": timestamp}
+    from_module = {n: f"{module.__name__}:{n}" for n in given if callable(getattr(module, n, None))}
+    names = {n: given[n] or from_module.get(n) for n in given}
+    if records is None and "records" not in from_module:
+        if key or timestamp:
+            raise InputError("--key and --timestamp need --records (a Hypothesis strategy of input records)")
+        return None
+    missing = [n for n in ("key", "timestamp") if names[n] is None]
+    if missing:
+        raise InputError(f"records given without --{missing[0]} (the {missing[0]} of a record: module:function, "
+                         "a field index or a field name)")
+    source = resolve(names["records"], "--records")
+    if not callable(source) and not _is_strategy(source):
+        raise InputError(f"--records {names['records']!r} is neither a strategy nor a function returning one")
+    return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, names["records"]),
+                      selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names)
+
+
+def _is_strategy(value: Any) -> bool:
+    from hypothesis.strategies import SearchStrategy
+
+    return isinstance(value, SearchStrategy)
+
+
+def _strategy_from(function: Callable, name: str):
+    try:
+        value = function()
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"--records {name!r} raised {type(e).__name__}: {e}") from None
+    if not _is_strategy(value):
+        raise InputError(f"--records {name!r} returned {type(value).__name__}, not a Hypothesis strategy")
+    return value
+
+
+# -- the operator's own time constants ---------------------------------------------------------
+def time_span(cls: type) -> int:
+    """How far the built-in scenarios' timestamps reach: three times the largest integer constant
+    the operator's class (or a module constant it names) uses, so its timers (``ts + 60_000``)
+    can fire before end of input; :data:`DEFAULT_SPAN` for small constants."""
+    constants = [DEFAULT_SPAN // 3]
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        module = inspect.getmodule(cls)
+    except (OSError, TypeError, SyntaxError):
+        return DEFAULT_SPAN
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            constants.append(node.value)
+        elif isinstance(node, ast.Name) and module is not None:
+            value = getattr(module, node.id, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                constants.append(value)
+    largest = max(c for c in constants if 0 < c <= 10**12)
+    return max(DEFAULT_SPAN, 3 * largest)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+def _faults(draw, st) -> list:
+    steps: list = []
+    for _ in range(draw(st.integers(0, 2), label="failures")):
+        steps.append(Fail(draw(st.integers(1, 400)), None))
+    if draw(st.booleans()):
+        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
+    if draw(st.booleans()):
+        steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
+    return steps
+
+
+def _params(draw, st, operator: str, sources: int, late: bool) -> dict:
+    return {
+        "operator": operator, "sources": sources, "parallelism": draw(st.integers(1, 3)),
+        "max_parallelism": draw(st.sampled_from([4, 8, 16])), "checkpoint_interval": draw(st.integers(3, 30)),
+        "interruptible_timers": True, "unaligned": draw(st.booleans()),
+        "channel_capacity": draw(st.integers(1, 4)), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7, 0.7])),
+        "seed": draw(st.integers(0, 2**16)), "late_records": late,
+    }
+
+
+def user_scenarios(operator: str, spec: RecordSpec):
+    """Scenarios of the user's records: 1-3 sources, records out of order within a source, bounded
+    out-of-orderness watermarks (records below them are late, as in a real source), faults."""
+    from hypothesis import strategies as st
+
+    records = spec.strategy()
+
+    @st.composite
+    def scenarios(draw) -> Scenario:
+        sources = draw(st.integers(1, 3), label="sources")
+        drawn = draw(st.lists(records, min_size=1, max_size=24), label="records")
+        stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
+        times = [t for _, _, t in stamped]
+        span = max(times) - min(times) + 1
+        bound = draw(st.sampled_from([0, span // 20, span // 5]), label="out-of-orderness")
+        steps: list = []
+        highest: dict[int, int] = {}
+        watermark: dict[int, int] = {}
+        for record, key, ts in stamped:
+            source = draw(st.integers(0, sources - 1))
+            steps.append(UserRecord(source, key, JSON.freeze(_encoded(record)), ts))
+            highest[source] = max(ts, highest.get(source, ts))
+            candidate = highest[source] - bound - 1
+            if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
+                watermark[source] = candidate
+                steps.append(SourceWatermark(source, candidate))
+        steps += _faults(draw, st)
+        return Scenario(family="job", steps=tuple(steps), params=_params(draw, st, operator, sources, True))
+
+    return scenarios()
+
+
+def builtin_scenarios(operator: str, span: int):
+    """The built-in ``(key, int value, ts)`` scenarios, timestamps stretched to ``span``."""
+    from streamproof.properties.job.catalogue import job_scenarios
+
+    scale = max(1, span // DEFAULT_SPAN)
+
+    def stretch(step):
+        if isinstance(step, (Record, SourceWatermark)):
+            return dataclasses.replace(step, ts=step.ts * scale + (scale - 1 if isinstance(step, SourceWatermark) else 0))
+        return step
+
+    return job_scenarios().map(lambda s: dataclasses.replace(
+        s, steps=tuple(stretch(step) for step in s.steps),
+        params={**s.params, "operator": operator, "interruptible_timers": True}))
+
+
+def _key_and_time(spec: RecordSpec, record: Any) -> tuple[Any, int]:
+    try:
+        key = spec.key(record)
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"the key selector {spec.names['key']!r} failed on {record!r}: {type(e).__name__}: {e}") from None
+    try:
+        ts = spec.timestamp(record)
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"the timestamp assigner {spec.names['timestamp']!r} failed on {record!r}: "
+                         f"{type(e).__name__}: {e}") from None
+    if isinstance(key, bool) or not isinstance(key, (str, int)):
+        raise InputError(f"the key selector {spec.names['key']!r} gave {key!r} ({type(key).__name__}): keys must be "
+                         "strings or integers (Java String / Long)")
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InputError(f"the timestamp assigner {spec.names['timestamp']!r} gave {ts!r}: timestamps are integers "
+                         "(milliseconds)")
+    return key, ts
+
+
+def _encoded(record: Any) -> Any:
+    try:
+        return encode(record)
+    except UnencodableValue as e:
+        raise InputError(f"record {record!r}: {e}") from None
