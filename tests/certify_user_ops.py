@@ -1,0 +1,50 @@
+"""Operators and inputs for tests/test_certify_input.py: records of the user's own shape."""
+
+from hypothesis import strategies as st
+
+from streamproof.impl.operators import KeyedProcessFunction, ValueStateDescriptor
+
+HOUR = 3_600_000
+
+
+class AmountPerWindow(KeyedProcessFunction):
+    """Sums the float amounts of ``(user, amount, ts)`` records per 1-second window of event time."""
+
+    def open(self, ctx):
+        self.totals = ctx.get_map_state(__import__("streamproof.impl.operators", fromlist=["x"]).MapStateDescriptor("t"))
+
+    def process_element(self, value, ctx, out):
+        end = ctx.timestamp() // 1000 * 1000 + 999
+        self.totals.put(end, self.totals.get(end, 0.0) + value[1])
+        ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx, out):
+        out.collect({"user": ctx.get_current_key(), "window": timestamp, "total": [self.totals.get(timestamp)]})
+        self.totals.remove(timestamp)
+
+
+def transactions():
+    return st.tuples(st.sampled_from(["ann", "bob", "cy"]), st.sampled_from([0.5, 1.25, 2.0]),
+                     st.integers(0, 5_000))
+
+
+class HourlyReminder(KeyedProcessFunction):
+    """A timer an hour after each record: with records a few seconds apart it never fires before
+    end of input."""
+
+    def open(self, ctx):
+        self.seen = ctx.get_state(ValueStateDescriptor("seen", 0))
+
+    def process_element(self, value, ctx, out):
+        self.seen.update(self.seen.value() + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + HOUR)
+
+    def on_timer(self, timestamp, ctx, out):
+        out.collect((ctx.get_current_key(), self.seen.value()))
+
+
+def float_keys(record):
+    return 1.5
+
+
+NOT_A_STRATEGY = 42

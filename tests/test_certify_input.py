@@ -1,0 +1,65 @@
+"""Certification with the user's own records: any JSON-like shape, key selectors and timestamp
+assigners, values compared without hashing; vacuous certificates and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from streamproof.cli import cli
+from streamproof.properties import certify as cert
+from streamproof.properties.job.values import canonical, decode, encode
+
+OPS = "tests.certify_user_ops"
+
+
+@pytest.mark.parametrize("value", [
+    ("a", 1, 2.5), ["x", ["y", {"k": (1, 2)}]], {"n": float("inf")}, {1, 2, 3}, b"\x00\xff", None, True, "s",
+    ((1,), [2], {"a": [3]}),
+])
+def test_records_survive_the_scenario_file(value):
+    assert decode(json.loads(json.dumps(encode(value)))) == value
+
+
+def test_outputs_compare_by_value_without_hashing():
+    assert canonical([1, {"a": [2]}]) == canonical([1, {"a": [2]}])
+    assert canonical(float("nan")) == canonical(float("nan")) and math.isnan(decode(encode(float("nan"))))
+    assert canonical({3, 1}) == canonical({1, 3})
+    assert canonical((1, 2)) != canonical([1, 2])  # a tuple is not a list
+
+
+def test_an_operator_on_its_own_records_is_certified_and_exercised(tmp_path):
+    subject = cert.load(f"{OPS}:AmountPerWindow", records=f"{OPS}:transactions", key="0", timestamp="2")
+    c = cert.certify(subject, 80, 0, tmp_path)
+    assert c.status == "certified", c.markdown()
+    coverage = c.results[0]["coverage"]
+    assert coverage["timer fired before end of input"] > 0 and coverage["non-empty output"] > 0
+    assert coverage["late record"] > 0 and coverage["failure after a checkpoint"] > 0
+    doc = json.loads((tmp_path / "certificate.json").read_text())
+    assert doc["input"]["records"] == f"{OPS}:transactions" and doc["source"]["sha256"]
+    assert (tmp_path / "certificate.html").read_text().startswith("<!doctype html>")
+
+
+def test_a_certificate_whose_timers_never_fired_is_not_exercised(tmp_path):
+    result = CliRunner().invoke(cli, ["certify", f"{OPS}:HourlyReminder", "--records", f"{OPS}:transactions",
+                                      "--key", "0", "--timestamp", "2", "--examples", "40", "--out", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "not exercised" in result.output and "timer fired before end of input" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--records", f"{OPS}:transactions", "--key", f"{OPS}:float_keys", "--timestamp", "2"],
+     "keys must be strings or integers"),
+    (["--records", f"{OPS}:NOT_A_STRATEGY", "--key", "0", "--timestamp", "2"], "neither a strategy"),
+    (["--records", f"{OPS}:transactions", "--key", "0", "--timestamp", "1"], "timestamps are integers"),
+    (["--records", f"{OPS}:transactions", "--key", "0"], "without --timestamp"),
+    (["--records", f"{OPS}:nothing", "--key", "0", "--timestamp", "2"], "has no nothing"),
+    (["--args", "{not json"], "not JSON"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    result = CliRunner().invoke(cli, ["certify", f"{OPS}:AmountPerWindow", *args, "--examples", "5"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
