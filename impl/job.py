@@ -37,6 +37,9 @@ class JobSpec:
     failover_strategy: str = "region"                  # "region" or "full"
     async_mail_rate: float = 0.3                       # chance that mail arrives while a timer fires
     name: str = "keyed-process"
+    # "steps": processing time is the simulation step (it depends on the schedule); "input": each
+    # task's clock moves only with the ProcessingTimeAdvance elements of its input
+    processing_time: str = "steps"
 
 
 @dataclass
@@ -186,6 +189,7 @@ class Job:
         self.all_tasks: list[OperatorTask] = []  # every attempt's tasks
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
+        self.input_time = 0  # input-driven processing time: the furthest any task's clock got (restarts resume there)
         self._deploy(None)
 
     # -- topology ---------------------------------------------------------------------------
@@ -213,9 +217,12 @@ class Job:
         self.tasks = []
         for i in range(p):
             kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, p, i)
+            clock = self.clock if spec.processing_time == "steps" else ManualProcessingTimeService(start=self.input_time)
             task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
-                                len(spec.sources), _MailboxTimers(self.clock, self, i), self.external, spec.config,
+                                len(spec.sources), _MailboxTimers(clock, self, i), self.external, spec.config,
                                 self._acknowledger(self.attempt))
+            if spec.processing_time == "input":
+                task.advance_processing_time = self._input_clock(clock)
             task.on_finished = self.coordinator.task_finished
             task.watermark_processor.should_interrupt = self._interrupt_check(task)
             self.tasks.append(task)
@@ -262,6 +269,13 @@ class Job:
         for channel, timestamps in reached.items():
             if len(timestamps) == len(owners):  # every old buffer of the channel had a watermark
                 self.broadcast(channel, Watermark(min(timestamps)))
+
+    def _input_clock(self, clock: ManualProcessingTimeService):
+        def advance(timestamp: int) -> None:
+            if timestamp > clock.get_current_processing_time():
+                self.input_time = max(self.input_time, timestamp)
+                clock.advance_to(timestamp)
+        return advance
 
     def _interrupt_check(self, task: OperatorTask):
         """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail

@@ -30,6 +30,15 @@ class Watermark:
 
 
 @dataclass(frozen=True)
+class ProcessingTimeAdvance:
+    """The scenario's processing-time clock moves to ``timestamp`` (a job whose processing time is
+    driven by its input, so that processing-time timers fire at reproducible points; the clock
+    only moves forward)."""
+
+    timestamp: int
+
+
+@dataclass(frozen=True)
 class CheckpointBarrier:
     checkpoint_id: int
     savepoint: bool = False  # savepoints are always aligned
@@ -190,6 +199,8 @@ class OperatorTask:
         self.next_channel = 0
         self.aligning = True
         self.on_finished: Callable[["OperatorTask"], None] | None = None
+        # a job with input-driven processing time sets this: the task's clock moves to the element's time
+        self.advance_processing_time: Callable[[int], None] | None = None
         self.late_records = 0  # metric: records at or below the operator's current watermark
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
@@ -254,6 +265,9 @@ class OperatorTask:
             combined = self.valve.input_watermark(channel, element.timestamp)
             if combined is not None:
                 self._process_watermark(combined)
+        elif isinstance(element, ProcessingTimeAdvance):
+            if self.advance_processing_time is not None:
+                self.advance_processing_time(element.timestamp)
         elif isinstance(element, CheckpointBarrier):
             self._on_barrier(channel, element.checkpoint_id, element.savepoint)
         elif isinstance(element, EndOfData):

@@ -57,7 +57,8 @@ def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = Non
     return JobSpec(sources_of(scenario), FUNCTIONS[params["operator"]], parallelism=params["parallelism"],
                    max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                    config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
-                   async_mail_rate=params["async_mail_rate"] if mail_rate is None else mail_rate)
+                   async_mail_rate=params["async_mail_rate"] if mail_rate is None else mail_rate,
+                   processing_time=params["processing_time"])
 
 
 def _run(scenario: Scenario, interruptible: bool, seed: int, faults: tuple = (),

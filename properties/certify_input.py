@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from streamproof.properties.job.steps import (
-    Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark, UserRecord,
+    Fail, FailInInterruptedFiring, ProcessingTime, Record, Rescale, SourceWatermark, UserRecord,
 )
 from streamproof.properties.job.values import UnencodableValue, encode
 from streamproof.properties.scenario import JSON, Scenario
@@ -187,8 +187,14 @@ def user_scenarios(operator: str, spec: RecordSpec):
             if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
                 watermark[source] = candidate
                 steps.append(SourceWatermark(source, candidate))
+            if draw(st.booleans()):  # processing time follows the records' time (input-driven clock)
+                steps.append(ProcessingTime(source, highest[source]))
+        for source in sorted(highest):
+            if draw(st.booleans()):  # a while later: processing-time timers come due before end of input
+                steps.append(ProcessingTime(source, max(times) + 2 * span))
         steps += _faults(draw, st)
-        return Scenario(family="job", steps=tuple(steps), params=_params(draw, st, operator, sources, True))
+        params = {**_params(draw, st, operator, sources, True), "processing_time": "input"}
+        return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
 

@@ -48,3 +48,20 @@ def float_keys(record):
 
 
 NOT_A_STRATEGY = 42
+
+
+class ProcessingTimeoutCount(KeyedProcessFunction):
+    """Counts a key's records and reports the count one second of processing time after the
+    first one (a processing-time timer)."""
+
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count", 0))
+
+    def process_element(self, value, ctx, out):
+        if self.count.value() == 0:
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1000)
+        self.count.update(self.count.value() + 1)
+
+    def on_timer(self, timestamp, ctx, out):
+        out.collect((ctx.get_current_key(), self.count.value()))
+        self.count.clear()

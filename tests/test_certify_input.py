@@ -63,3 +63,12 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     result = CliRunner().invoke(cli, ["certify", f"{OPS}:AmountPerWindow", *args, "--examples", "5"])
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_processing_time_follows_the_input_so_processing_timers_are_certified(tmp_path):
+    """Processing time moves with the input (params.processing_time = input), so a processing-time
+    timer fires at reproducible points, before end of input, and its output has one reference."""
+    subject = cert.load(f"{OPS}:ProcessingTimeoutCount", records=f"{OPS}:transactions", key="0", timestamp="2")
+    c = cert.certify(subject, 80, 0, tmp_path)
+    assert c.results[0]["coverage"]["timer fired before end of input"] > 0, c.markdown()
+    assert c.status == "certified", c.markdown()

@@ -35,7 +35,7 @@ def _spec(scenario: Scenario, interruptible: bool | None) -> JobSpec:
     return JobSpec(sources_of(scenario), function, parallelism=params["parallelism"],
                    max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                    config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
-                   async_mail_rate=params["async_mail_rate"])
+                   async_mail_rate=params["async_mail_rate"], processing_time=params["processing_time"])
 
 
 @lru_cache(maxsize=256)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault
-from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig, Watermark
 from streamproof.properties.job.values import decode
 from streamproof.properties.scenario import (
     BOOL, INT64, JSON, KEY, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
@@ -30,6 +30,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "seed": 0,
     "drain": True,
     "late_records": False,        # records at or below their source's watermark allowed (certify)
+    "processing_time": "steps",   # "steps": the simulation step; "input": moved by processing_time steps
 }
 SOURCE = IntKind(0, 63)
 PARALLELISM = IntKind(1, 64)
@@ -69,6 +70,17 @@ class SourceWatermark(Step):
 
 
 @step
+class ProcessingTime(Step):
+    """Source subtask ``source`` carries processing time ``ts`` to the tasks it feeds: with
+    ``params.processing_time`` = ``input`` their clocks move only with these (in order with the
+    records), so processing-time timers fire at reproducible points."""
+
+    op: ClassVar[str] = "processing_time"
+    source: int = arg(SOURCE)
+    ts: int = arg(INT64)
+
+
+@step
 class Fail(Step):
     """A task fails at simulation step ``at``; the job fails over to the latest checkpoint."""
 
@@ -100,7 +112,7 @@ def validate_job(scenario: Scenario) -> None:
     sources = params["sources"]
     last_watermark: dict[int, int] = {}
     for i, s in enumerate(scenario.steps):
-        if isinstance(s, (Record, UserRecord, SourceWatermark)) and s.source >= sources:
+        if isinstance(s, (Record, UserRecord, SourceWatermark, ProcessingTime)) and s.source >= sources:
             raise step_error(i, s, "source", f"a source below params.sources ({sources})", s.source)
         if isinstance(s, SourceWatermark):
             last_watermark[s.source] = max(s.ts, last_watermark.get(s.source, s.ts))
@@ -121,6 +133,8 @@ def job_params(scenario: Scenario) -> dict:
     if params["operator"] not in FUNCTIONS:
         raise TOP.expected("params", f"operator one of {', '.join(FUNCTIONS)}", params["operator"], "semantic")
     check_job_settings(params)
+    if params["processing_time"] not in ("steps", "input"):
+        raise TOP.expected("params", "processing_time one of steps, input", params["processing_time"], "semantic")
     return params
 
 
@@ -147,6 +161,8 @@ def sources_of(scenario: Scenario) -> list[list]:
             sources[s.source].append(StreamRecord(s.key, decode(JSON.dump(s.data)), s.ts))
         elif isinstance(s, SourceWatermark):
             sources[s.source].append(Watermark(s.ts))
+        elif isinstance(s, ProcessingTime):
+            sources[s.source].append(ProcessingTimeAdvance(s.ts))
     return sources
 
 
@@ -167,5 +183,5 @@ def task_config(params: dict, interruptible: bool | None = None) -> TaskConfig:
                       unaligned_checkpoints=params["unaligned"], drain=params["drain"])
 
 
-JOB_STEPS = [Record, UserRecord, SourceWatermark, Fail, FailInInterruptedFiring, Rescale]
+JOB_STEPS = [Record, UserRecord, SourceWatermark, ProcessingTime, Fail, FailInInterruptedFiring, Rescale]
 register_family("job", JOB_STEPS, validate_job)
