@@ -19,7 +19,9 @@ from streamproof.impl.keygroups import (
 )
 from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
 from streamproof.impl.sink import ExternalSystem
-from streamproof.impl.task import CheckpointBarrier, EndOfData, OperatorTask, TaskConfig, TaskSnapshot, Watermark
+from streamproof.impl.task import (
+    CheckpointBarrier, EndOfData, OperatorTask, ProcessingTimeAdvance, TaskConfig, TaskSnapshot, Watermark,
+)
 from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
 
 
@@ -40,6 +42,9 @@ class JobSpec:
     # "steps": processing time is the simulation step (it depends on the schedule); "input": each
     # task's clock moves only with the ProcessingTimeAdvance elements of its input
     processing_time: str = "steps"
+    # per subtask, the channels to consume input from, in order (a failure-free replay of a run's
+    # committed lineage); None: round robin over the channels with data
+    forced_lineage: list | None = None
 
 
 @dataclass
@@ -189,7 +194,6 @@ class Job:
         self.all_tasks: list[OperatorTask] = []  # every attempt's tasks
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
-        self.input_time = 0  # input-driven processing time: the furthest any task's clock got (restarts resume there)
         self._deploy(None)
 
     # -- topology ---------------------------------------------------------------------------
@@ -217,7 +221,8 @@ class Job:
         self.tasks = []
         for i in range(p):
             kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, p, i)
-            clock = self.clock if spec.processing_time == "steps" else ManualProcessingTimeService(start=self.input_time)
+            clock = self.clock if spec.processing_time == "steps" else \
+                ManualProcessingTimeService(start=self._restored_time(checkpoint, kgr))
             task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
                                 len(spec.sources), _MailboxTimers(clock, self, i), self.external, spec.config,
                                 self._acknowledger(self.attempt))
@@ -230,6 +235,13 @@ class Job:
             self.output_logs.append((self.attempt, i, task.output_log))
         if checkpoint is not None:
             self._restore(checkpoint)
+            for task in self.tasks:
+                task.inherited = self._restored_lineage(checkpoint, task.subtask_index)
+        elif spec.forced_lineage is not None:
+            from collections import deque
+            for task, lineage in zip(self.tasks, spec.forced_lineage):
+                task.forced = deque(lineage)
+                task.source_done = lambda channel: self.sources[channel].ended or self.sources[channel].exhausted
         for task in self.tasks:
             task.open()
 
@@ -258,6 +270,9 @@ class Job:
             for channel, element in snapshot.channel_state:
                 if isinstance(element, StreamRecord):
                     self.tasks[self.route(element)].receive(channel, element)
+                elif isinstance(element, ProcessingTimeAdvance):
+                    if not rescaled:  # after a rescale the restored clocks and the sources move time on
+                        self.tasks[snapshot.subtask_index].receive(channel, element)
                 elif isinstance(element, Watermark):
                     if rescaled:
                         last[channel] = max(element.timestamp, last.get(channel, element.timestamp))
@@ -273,9 +288,24 @@ class Job:
     def _input_clock(self, clock: ManualProcessingTimeService):
         def advance(timestamp: int) -> None:
             if timestamp > clock.get_current_processing_time():
-                self.input_time = max(self.input_time, timestamp)
                 clock.advance_to(timestamp)
         return advance
+
+    def _restored_lineage(self, checkpoint: CompletedCheckpoint, subtask: int) -> list[int] | None:
+        if checkpoint.parallelism != self.parallelism:
+            return None
+        snapshot = next((s for s in checkpoint.task_snapshots if s.subtask_index == subtask), None)
+        return None if snapshot is None or snapshot.lineage is None else list(snapshot.lineage)
+
+    @staticmethod
+    def _restored_time(checkpoint: CompletedCheckpoint | None, kgr: KeyGroupRange) -> int:
+        """Input-driven processing time is part of the input: a restored task's clock resumes where
+        the checkpoint's tasks owning its key groups were, and the replayed input moves it on as it
+        did (a failure-free run whose clock went as the committed epochs saw it)."""
+        if checkpoint is None:
+            return 0
+        return max((s.processing_time for s in checkpoint.task_snapshots
+                    if s.key_group_range.get_intersection(kgr).get_number_of_key_groups()), default=0)
 
     def _interrupt_check(self, task: OperatorTask):
         """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail

@@ -132,6 +132,8 @@ class TaskSnapshot:
     operator: OperatorSnapshot
     sink: dict
     channel_state: list = field(default_factory=list)  # (channel, element) captured by an unaligned checkpoint
+    processing_time: int = 0  # the task's clock (input-driven processing time is part of the replayed input)
+    lineage: list | None = field(default_factory=list)  # channels of the input consumed up to the snapshot, in order
 
 
 @dataclass
@@ -182,6 +184,7 @@ class OperatorTask:
         self.valve = StatusWatermarkValve(channels)
         self.channels_ended = [False] * channels
         self.output_log: list[tuple] = []  # what left the operator: records, watermarks, EndOfData
+        self.processing_time_service = processing_time_service
         self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
                                              self._emit, subtask_index, parallelism, config.firing_budget)
         self.sink = TwoPhaseCommitSink(name, subtask_index, external)
@@ -201,6 +204,13 @@ class OperatorTask:
         self.on_finished: Callable[["OperatorTask"], None] | None = None
         # a job with input-driven processing time sets this: the task's clock moves to the element's time
         self.advance_processing_time: Callable[[int], None] | None = None
+        self.timers_before_end: int | None = None  # metric: timers fired when MAX_WATERMARK arrived
+        # the lineage: the channels this task (and the attempts its state came from) consumed input
+        # from, in order; ``forced``: a lineage to follow instead of round robin (reference runs)
+        self.inherited: list[int] | None = []  # None: unknown (restored after a rescale)
+        self.picks: list[int] = []
+        self.forced: deque | None = None
+        self.source_done: Callable[[int], bool] = lambda channel: False  # set by the job
         self.late_records = 0  # metric: records at or below the operator's current watermark
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
@@ -255,6 +265,10 @@ class OperatorTask:
         element = self.inputs[channel].popleft()
         index = self.dequeued[channel]
         self.dequeued[channel] += 1
+        if not isinstance(element, CheckpointBarrier):
+            self.picks.append(channel)  # the order this task consumed its input (the lineage)
+            if self.forced is not None and self.forced:
+                self.forced.popleft()
         if channel in self.recording_channels and index < self.barrier_positions.get(channel, index + 1):
             self.recording[channel].append(element)  # in flight before this channel's barrier
         if isinstance(element, StreamRecord):
@@ -264,6 +278,7 @@ class OperatorTask:
         elif isinstance(element, Watermark):
             combined = self.valve.input_watermark(channel, element.timestamp)
             if combined is not None:
+                self._note_end_of_time(combined)
                 self._process_watermark(combined)
         elif isinstance(element, ProcessingTimeAdvance):
             if self.advance_processing_time is not None:
@@ -274,6 +289,7 @@ class OperatorTask:
             self.channels_ended[channel] = True
             combined = self.valve.channel_finished(channel)
             if combined is not None:
+                self._note_end_of_time(combined)
                 self._process_watermark(combined)
             self._maybe_complete_alignment()
             if all(self.channels_ended):
@@ -282,6 +298,8 @@ class OperatorTask:
             raise TypeError(f"unknown input element {element!r}")
 
     def _next_channel(self) -> int | None:
+        if self.forced is not None:
+            return self._forced_channel()
         n = len(self.inputs)
         for k in range(n):
             i = (self.next_channel + k) % n
@@ -289,6 +307,35 @@ class OperatorTask:
                 self.next_channel = (i + 1) % n
                 return i
         return None
+
+    def _forced_channel(self) -> int | None:
+        """Replaying a lineage: barriers at a channel's head go first (they are not picks), then
+        the channel the lineage names next, once it has data; past the lineage, round robin."""
+        for i, queue in enumerate(self.inputs):
+            if queue and isinstance(queue[0], CheckpointBarrier) and i not in self.blocked:
+                return i
+        while self.forced:
+            want = self.forced[0]
+            if self.inputs[want]:
+                return want if want not in self.blocked else None
+            if not self.source_done(want):
+                return None  # wait for the data the lineage names next
+            self.forced.popleft()  # nothing more will come on this channel (e.g. a second EndOfData)
+        self.forced = None
+        return self._next_channel()
+
+    def _note_end_of_time(self, watermark: int) -> None:
+        if watermark >= MAX_WATERMARK and self.timers_before_end is None:
+            self.timers_before_end = self.operator.timers_fired
+
+    def lineage(self) -> list[int] | None:
+        """The channels of every input element consumed to build this task's state and output, in
+        order (None after a rescale: several old tasks' inputs merged)."""
+        return None if self.inherited is None else self.inherited + self.picks
+
+    def timers_fired_before_end_of_input(self) -> int:
+        """Timers this task fired before MAX_WATERMARK (metric: did timers fire mid-stream?)."""
+        return self.operator.timers_fired if self.timers_before_end is None else self.timers_before_end
 
     def _process_watermark(self, timestamp: int) -> None:
         if self.interruptible:
@@ -320,6 +367,8 @@ class OperatorTask:
         then the processing-time timers are flushed by their termination actions (FLIP-269;
         timers already due fire first, as the mail they are), then ``finish()``, then the
         operator's mail is drained; then EndOfData, and the task waits for its final checkpoint."""
+        if self.timers_before_end is None:
+            self.timers_before_end = self.operator.timers_fired
         if self.config.drain:
             self.operator.end_input()
             self._flush_processing_time_timers()
@@ -399,7 +448,9 @@ class OperatorTask:
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
         return TaskSnapshot(self.subtask_index, self.key_group_range,
                             self.operator.snapshot_state(self.config.snapshot_format),
-                            self.sink.snapshot_state(checkpoint_id))
+                            self.sink.snapshot_state(checkpoint_id),
+                            processing_time=self.processing_time_service.get_current_processing_time(),
+                            lineage=None if self.inherited is None else self.inherited + self.picks)
 
     def trigger_checkpoint_after_input_ended(self, checkpoint_id: int) -> None:
         """FLIP-147: a task whose input ended is checkpointed directly (as a mail)."""

@@ -27,6 +27,8 @@ from streamproof.properties.job.values import UnencodableValue, encode
 from streamproof.properties.scenario import JSON, Scenario
 
 DEFAULT_SPAN = 60  # the built-in scenarios' time range
+# processing time that passes before a record (ms): mostly none or little, sometimes a pause
+PROCESSING_PAUSES = (0, 0, 0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
 
 class InputError(ValueError):
@@ -35,12 +37,15 @@ class InputError(ValueError):
 
 @dataclass
 class RecordSpec:
-    """The user's input: ``strategy()`` draws one record; ``key``/``timestamp`` read it."""
+    """The user's input: ``strategy()`` draws one record, or, when ``whole`` is set, a whole
+    input (a list of records, in order: for data with structure across records, e.g. one START
+    and one END per ride); ``key``/``timestamp`` read a record."""
 
     strategy: Callable[[], Any]
     key: Callable[[Any], Any]
     timestamp: Callable[[Any], int]
     names: dict  # how each part was given, for the certificate and the replay command
+    whole: bool = False
 
 
 def resolve(ref: str, what: str) -> Any:
@@ -80,25 +85,37 @@ def selector(ref: str | int | Callable, what: str) -> Callable[[Any], Any]:
     return field
 
 
-def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None) -> RecordSpec | None:
-    """The user's input from the options, else from the operator's module (``records``, ``key``,
-    ``timestamp``), else None (the built-in integer records)."""
-    given = {"records": records, "key": key, "timestamp": timestamp}
+def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None,
+                stream: str | None = None) -> RecordSpec | None:
+    """The user's input from the options, else from the operator's module (``stream`` or
+    ``records``, ``key``, ``timestamp``), else None (the built-in integer records)."""
+    if records and stream:
+        raise InputError("give --records (one record) or --stream (a whole input), not both")
+    given = {"stream": stream, "records": records, "key": key, "timestamp": timestamp}
     from_module = {n: f"{module.__name__}:{n}" for n in given if callable(getattr(module, n, None))}
+    if records or stream:  # an option wins over the module's convention
+        from_module.pop("stream" if records else "records", None)
     names = {n: given[n] or from_module.get(n) for n in given}
-    if records is None and "records" not in from_module:
+    source_name = names["stream"] or names["records"]
+    if source_name is None:
         if key or timestamp:
             raise InputError("--key and --timestamp need --records (a Hypothesis strategy of input records)")
         return None
+    option = "--stream" if names["stream"] else "--records"
     missing = [n for n in ("key", "timestamp") if names[n] is None]
     if missing:
         raise InputError(f"records given without --{missing[0]} (the {missing[0]} of a record: module:function, "
                          "a field index or a field name)")
-    source = resolve(names["records"], "--records")
+    source = resolve(source_name, option)
     if not callable(source) and not _is_strategy(source):
-        raise InputError(f"--records {names['records']!r} is neither a strategy nor a function returning one")
-    return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, names["records"]),
-                      selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names)
+        raise InputError(f"{option} {source_name!r} is neither a strategy nor a function returning one")
+    if names["stream"]:
+        names.pop("records")
+    else:
+        names.pop("stream")
+    return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, source_name, option),
+                      selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names,
+                      whole=bool(given["stream"] or "stream" in names))
 
 
 def _is_strategy(value: Any) -> bool:
@@ -107,13 +124,13 @@ def _is_strategy(value: Any) -> bool:
     return isinstance(value, SearchStrategy)
 
 
-def _strategy_from(function: Callable, name: str):
+def _strategy_from(function: Callable, name: str, option: str = "--records"):
     try:
         value = function()
     except Exception as e:  # noqa: BLE001
-        raise InputError(f"--records {name!r} raised {type(e).__name__}: {e}") from None
+        raise InputError(f"{option} {name!r} raised {type(e).__name__}: {e}") from None
     if not _is_strategy(value):
-        raise InputError(f"--records {name!r} returned {type(value).__name__}, not a Hypothesis strategy")
+        raise InputError(f"{option} {name!r} returned {type(value).__name__}, not a Hypothesis strategy")
     return value
 
 
@@ -171,7 +188,13 @@ def user_scenarios(operator: str, spec: RecordSpec):
     @st.composite
     def scenarios(draw) -> Scenario:
         sources = draw(st.integers(1, 3), label="sources")
-        drawn = draw(st.lists(records, min_size=1, max_size=24), label="records")
+        if spec.whole:
+            drawn = draw(records, label="input")
+            if not isinstance(drawn, (list, tuple)) or not drawn:
+                raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
+                                 f"{_short(drawn)}: a whole input is a non-empty list of records")
+        else:
+            drawn = draw(st.lists(records, min_size=1, max_size=24), label="records")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
@@ -179,6 +202,7 @@ def user_scenarios(operator: str, spec: RecordSpec):
         steps: list = []
         highest: dict[int, int] = {}
         watermark: dict[int, int] = {}
+        clock: dict[int, int] = {}
         for record, key, ts in stamped:
             source = draw(st.integers(0, sources - 1))
             steps.append(UserRecord(source, key, JSON.freeze(_encoded(record)), ts))
@@ -187,11 +211,14 @@ def user_scenarios(operator: str, spec: RecordSpec):
             if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
                 watermark[source] = candidate
                 steps.append(SourceWatermark(source, candidate))
-            if draw(st.booleans()):  # processing time follows the records' time (input-driven clock)
-                steps.append(ProcessingTime(source, highest[source]))
-        for source in sorted(highest):
-            if draw(st.booleans()):  # a while later: processing-time timers come due before end of input
-                steps.append(ProcessingTime(source, max(times) + 2 * span))
+            # processing time: records come in quickly, with pauses now and then (not event time)
+            pause = draw(st.sampled_from(PROCESSING_PAUSES), label="processing-time pause")
+            if pause:
+                clock[source] = clock.get(source, 0) + pause
+                steps.append(ProcessingTime(source, clock[source]))
+        for source in sorted(clock):
+            if draw(st.booleans()):  # a long while later: processing-time timers come due before end of input
+                steps.append(ProcessingTime(source, clock[source] + 10 * span))
         steps += _faults(draw, st)
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input"}
         return Scenario(family="job", steps=tuple(steps), params=params)
@@ -232,6 +259,11 @@ def _key_and_time(spec: RecordSpec, record: Any) -> tuple[Any, int]:
         raise InputError(f"the timestamp assigner {spec.names['timestamp']!r} gave {ts!r}: timestamps are integers "
                          "(milliseconds)")
     return key, ts
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _encoded(record: Any) -> Any:

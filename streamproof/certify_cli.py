@@ -34,6 +34,9 @@ def _args(text: str | None):
 @click.option("--records", default=None, metavar="MODULE:NAME",
               help="a Hypothesis strategy of one input record (or a function returning one) [default: the "
                    "operator module's records()]")
+@click.option("--stream", default=None, metavar="MODULE:NAME",
+              help="instead of --records: a strategy of a whole input (a list of records, in order) "
+                   "[default: the module's stream()]")
 @click.option("--key", default=None, metavar="SELECTOR",
               help="the key of a record: MODULE:FUNCTION, a field index or a field name [default: the module's key()]")
 @click.option("--timestamp", default=None, metavar="SELECTOR",
@@ -44,8 +47,8 @@ def _args(text: str | None):
 @click.option("--span", type=click.IntRange(1), default=None, metavar="MS",
               help="built-in records only: how far timestamps reach [default: 3x the operator's largest constant]")
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
-            records: str | None, key: str | None, timestamp: str | None, args_json: str | None,
-            span: int | None) -> None:
+            records: str | None, stream: str | None, key: str | None, timestamp: str | None,
+            args_json: str | None, span: int | None) -> None:
     """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
@@ -55,7 +58,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
 
     args = _args(args_json)
     try:
-        subject = cert.load(operator, args, records, key, timestamp, span)
+        subject = cert.load(operator, args, records, key, timestamp, span, stream)
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
             for v in verdicts:
