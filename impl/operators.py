@@ -8,6 +8,9 @@ checkpoint is per key group and a restore can take any key-group range (rescalin
 from __future__ import annotations
 
 import copy
+import signal
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
@@ -46,6 +49,21 @@ class ListStateDescriptor:
 @dataclass(frozen=True)
 class MapStateDescriptor:
     name: str
+
+
+@dataclass(frozen=True)
+class ReducingStateDescriptor:
+    """``reduce_function``: a callable ``(a, b) -> c`` or an object with ``reduce(a, b)``."""
+    name: str
+    reduce_function: Any
+
+
+@dataclass(frozen=True)
+class AggregatingStateDescriptor:
+    """``agg_function``: an object with ``create_accumulator()``, ``add(value, acc)``,
+    ``get_result(acc)`` (and ``merge``), as Flink's ``AggregateFunction``."""
+    name: str
+    agg_function: Any
 
 
 class KeyedStateBackend:
@@ -109,11 +127,17 @@ class ListState:
     def add(self, value: Any) -> None:
         self._backend.put(self._name, self.get() + [value])
 
+    def add_all(self, values: Iterable) -> None:
+        self._backend.put(self._name, self.get() + list(values))
+
     def update(self, values: Iterable) -> None:
         self._backend.put(self._name, list(values))
 
     def clear(self) -> None:
         self._backend.clear(self._name)
+
+    def __iter__(self):
+        return iter(self.get())
 
 
 class MapState:
@@ -131,6 +155,12 @@ class MapState:
         updated[key] = value
         self._backend.put(self._name, updated)
 
+    def put_all(self, mapping) -> None:
+        """A mapping, or an iterable of (key, value) pairs."""
+        updated = self._map()
+        updated.update(mapping)
+        self._backend.put(self._name, updated)
+
     def contains(self, key: Any) -> bool:
         return key in self._map()
 
@@ -145,11 +175,141 @@ class MapState:
     def keys(self) -> list:
         return [k for k, _ in self.items()]
 
+    def values(self) -> list:
+        return [v for _, v in self.items()]
+
     def is_empty(self) -> bool:
         return not self._map()
 
     def clear(self) -> None:
         self._backend.clear(self._name)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+
+class ReducingState:
+    """One value per key, combined with the descriptor's reduce function on ``add``."""
+
+    def __init__(self, backend: KeyedStateBackend, descriptor: ReducingStateDescriptor):
+        self._backend, self._name = backend, descriptor.name
+        function = descriptor.reduce_function
+        self._reduce = function.reduce if hasattr(function, "reduce") else function
+
+    def get(self) -> Any:
+        return self._backend.get(self._name)
+
+    def add(self, value: Any) -> None:
+        current = self._backend.get(self._name)
+        self._backend.put(self._name, value if current is None else self._reduce(current, value))
+
+    def clear(self) -> None:
+        self._backend.clear(self._name)
+
+
+class AggregatingState:
+    """An accumulator per key (``create_accumulator``/``add``); ``get`` is ``get_result`` of it."""
+
+    def __init__(self, backend: KeyedStateBackend, descriptor: AggregatingStateDescriptor):
+        self._backend, self._name, self._function = backend, descriptor.name, descriptor.agg_function
+
+    def get(self) -> Any:
+        accumulator = self._backend.get(self._name)
+        return None if accumulator is None else self._function.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        accumulator = self._backend.get(self._name)
+        if accumulator is None:
+            accumulator = self._function.create_accumulator()
+        self._backend.put(self._name, self._function.add(value, accumulator))
+
+    def clear(self) -> None:
+        self._backend.clear(self._name)
+
+
+# -- user-code failures --------------------------------------------------------------------------
+class UserCodeError(RuntimeError):
+    """The operator's own code did something the runtime cannot go on from (one line naming the
+    operator class and callback), e.g. ``HourlyAlert.on_timer called sys.exit(3)``."""
+
+
+class CallbackLimitExceeded(UserCodeError):
+    """One callback emitted too many outputs, registered too many timers or ran too long (see
+    :class:`KeyedProcessOperator`'s ``max_*_per_callback``)."""
+
+
+_PER = {"open": "call", "process_element": "element", "on_timer": "timer", "end_input": "call",
+        "finish": "call", "close": "call"}
+
+
+class _CallbackAbort(BaseException):
+    """The time limit again, after the user's code swallowed the CallbackLimitExceeded: a
+    BaseException, so ``except Exception`` cannot; the operator turns it back into one."""
+
+
+class _Watchdog:
+    """The time limit of callbacks that loop without ever calling back into the runtime: one
+    SIGALRM interval timer for the process, armed lazily in the main thread and only when nobody
+    else uses SIGALRM (e.g. the Spark harness's per-seed deadline). It stays armed across
+    callbacks (no system call per callback); when it fires it checks the running callback's
+    elapsed time, re-arms for the rest, or -- no callback running -- gives the previous handler
+    back."""
+
+    current: "KeyedProcessOperator | None" = None  # whose callback runs now (innermost)
+    fire_at = 0.0  # perf_counter() when our alarm fires; 0.0: not armed
+    raised_for = None  # (operator, callback start) the time limit was raised in
+    installed = False
+    previous = None
+    main_ident = threading.main_thread().ident
+
+    @classmethod
+    def arm(cls, seconds: float, now: float) -> bool:
+        if threading.get_ident() != cls.main_ident:
+            return False
+        if not cls.installed:
+            handler = signal.getsignal(signal.SIGALRM)
+            if handler not in (signal.SIG_DFL, None) or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+                return False  # someone else's alarm: do not clobber it
+            cls.previous = signal.signal(signal.SIGALRM, _on_alarm)
+            cls.installed = True
+        elif signal.getsignal(signal.SIGALRM) is not _on_alarm:
+            cls.installed, cls.fire_at = False, 0.0  # replaced behind our back: leave it alone
+            return False
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+        cls.fire_at = now + seconds
+        return True
+
+    @classmethod
+    def release(cls) -> None:
+        if cls.installed and signal.getsignal(signal.SIGALRM) is _on_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, cls.previous if cls.previous is not None else signal.SIG_DFL)
+        cls.installed, cls.fire_at, cls.previous = False, 0.0, None
+
+    @classmethod
+    def fire(cls, signum, frame) -> None:
+        cls.fire_at = 0.0
+        operator = cls.current
+        if operator is None or operator._callback is None:
+            cls.release()
+            return
+        now = time.perf_counter()
+        left = operator._started + operator.max_seconds_per_callback - now
+        if left > 0:
+            cls.arm(left, now)
+            return
+        cls.arm(0.25, now)  # again if the user's code swallows it
+        if cls.raised_for == (operator, operator._started):
+            raise _CallbackAbort()  # swallowed once (``except Exception``): not an Exception now
+        cls.raised_for = (operator, operator._started)
+        raise operator._limit_error("ran longer than", f"{operator.max_seconds_per_callback:g} s")
+
+
+def _on_alarm(signum, frame) -> None:  # one function object: the handler is recognised by identity
+    _Watchdog.fire(signum, frame)
 
 
 # -- the user-facing API -------------------------------------------------------------------------
@@ -167,8 +327,9 @@ class Collector:
 class TimerService:
     """``ctx.timer_service()``: timers of the current key, without namespace."""
 
-    def __init__(self, service: InternalTimerService):
+    def __init__(self, service: InternalTimerService, on_register: Callable[[], None] | None = None):
         self._service = service
+        self._on_register = on_register  # the operator's per-callback timer count
 
     def current_watermark(self) -> int:
         return self._service.current_watermark
@@ -177,11 +338,15 @@ class TimerService:
         return self._service.current_processing_time()
 
     def register_event_time_timer(self, time: int) -> None:
+        if self._on_register is not None:
+            self._on_register()
         self._service.register_event_time_timer(VOID_NAMESPACE, time)
 
     def register_processing_time_timer(self, time: int, action=None) -> None:
         """``action``: the timer's :class:`streamproof.impl.termination.TimerTerminationAction` at end of
         input (FLIP-269; None: CANCEL)."""
+        if self._on_register is not None:
+            self._on_register()
         self._service.register_processing_time_timer(VOID_NAMESPACE, time, action)
 
     def delete_event_time_timer(self, time: int) -> None:
@@ -208,13 +373,20 @@ class Context:
     def get_current_key(self) -> Any:
         return self._operator.key_context.current_key
 
+    def output(self, tag: str, value: Any) -> None:
+        """A side output (Flink's ``ctx.output(OutputTag, value)``): ``tag`` names it; it goes to
+        the operator's :meth:`KeyedProcessOperator.emit_side` with the current timestamp."""
+        self._operator.emit_side(tag, value, self._timestamp)
+
 
 class RuntimeContext:
-    """What ``open`` receives: access to keyed state."""
+    """What ``open`` receives: access to keyed state, and where the function runs."""
 
-    def __init__(self, backend: KeyedStateBackend, subtask_index: int, parallelism: int):
+    def __init__(self, backend: KeyedStateBackend, subtask_index: int, parallelism: int,
+                 max_parallelism: int = 128, task_name: str = "", attempt_number: int = 0):
         self._backend = backend
         self.subtask_index, self.parallelism = subtask_index, parallelism
+        self.max_parallelism, self.task_name, self.attempt_number = max_parallelism, task_name, attempt_number
         self.mailbox_executor = None  # the operator's MailboxExecutor, set by the task
         self.processing_time_service = None  # the operator's OperatorProcessingTimeService
 
@@ -234,6 +406,27 @@ class RuntimeContext:
 
     def get_map_state(self, descriptor: MapStateDescriptor) -> MapState:
         return MapState(self._backend, descriptor)
+
+    def get_reducing_state(self, descriptor: ReducingStateDescriptor) -> ReducingState:
+        return ReducingState(self._backend, descriptor)
+
+    def get_aggregating_state(self, descriptor: AggregatingStateDescriptor) -> AggregatingState:
+        return AggregatingState(self._backend, descriptor)
+
+    def get_index_of_this_subtask(self) -> int:
+        return self.subtask_index
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self.max_parallelism
+
+    def get_task_name(self) -> str:
+        return self.task_name
+
+    def get_attempt_number(self) -> int:
+        return self.attempt_number
 
 
 class KeyedProcessFunction:
@@ -276,22 +469,55 @@ class OperatorSnapshot:
 
 
 class KeyedProcessOperator:
-    """Runs a :class:`KeyedProcessFunction` with keyed state and a timer service (Triggerable)."""
+    """Runs a :class:`KeyedProcessFunction` with keyed state and a timer service (Triggerable).
+
+    User code is guarded per callback (``open``, ``process_element``, ``on_timer``,
+    ``end_input``, ``finish``, ``close``): more than ``max_outputs_per_callback`` outputs (side
+    outputs included), more than ``max_timers_per_callback`` timer registrations, or more than
+    ``max_seconds_per_callback`` seconds raise :class:`CallbackLimitExceeded`; ``sys.exit`` in
+    user code raises :class:`UserCodeError`; None disables a limit. The time limit interrupts even
+    a loop that never calls back into the runtime when the operator runs in the main thread and no
+    one else uses SIGALRM; otherwise it is checked at each output and timer registration. Other
+    exceptions pass unchanged, with a note naming the callback.
+
+    Side outputs (``ctx.output(tag, value)``) go to ``emit_side(tag, value, timestamp)`` when
+    given, else they are kept in :attr:`side_outputs` as ``(tag, value, timestamp)``."""
 
     def __init__(self, function: KeyedProcessFunction, max_parallelism: int, key_group_range: KeyGroupRange,
                  processing_time_service, emit: Callable[[Any, int | None], None],
-                 subtask_index: int = 0, parallelism: int = 1, firing_budget: int = 1_000_000):
+                 subtask_index: int = 0, parallelism: int = 1, firing_budget: int = 1_000_000, *,
+                 emit_side: Callable[[str, Any, int | None], None] | None = None,
+                 max_outputs_per_callback: int | None = 10_000, max_timers_per_callback: int | None = 10_000,
+                 max_seconds_per_callback: float | None = 5.0,
+                 task_name: str | None = None, attempt_number: int | None = None):
         self.function = function
+        self.function_name = getattr(function, "user_class_name", None) or type(function).__name__
         self.key_context = KeyContext(max_parallelism)
         self.key_group_range = key_group_range
         self.state_backend = KeyedStateBackend(self.key_context, key_group_range)
         self.time_service_manager = InternalTimeServiceManager(
             self.key_context, key_group_range, processing_time_service, firing_budget=firing_budget)
-        self.output = Collector(emit)
+        self._emit = emit
+        self._emit_side = emit_side
+        self.side_outputs: list[tuple[str, Any, int | None]] = []
+        self.max_outputs_per_callback = max_outputs_per_callback if max_outputs_per_callback is not None else float("inf")
+        self.max_timers_per_callback = max_timers_per_callback if max_timers_per_callback is not None else float("inf")
+        self.max_seconds_per_callback = max_seconds_per_callback
+        self._callback: str | None = None  # the user callback running now
+        self._started = 0.0
+        self._outputs = self._timers = 0
+        self.output = Collector(self._emit_counted)
         self.context = Context(self)
         self.processing_time_service = OperatorProcessingTimeService(
             processing_time_service, lambda: self.time_service_manager.termination_action_override)
-        self.runtime_context = RuntimeContext(self.state_backend, subtask_index, parallelism)
+        # The task that owns ``emit`` (a bound method of it) names the task and attempt by default.
+        owner = getattr(emit, "__self__", None)
+        if task_name is None:
+            task_name = getattr(owner, "name", None) if isinstance(getattr(owner, "name", None), str) else None
+        if attempt_number is None:
+            attempt_number = getattr(owner, "attempt", 0) if isinstance(getattr(owner, "attempt", 0), int) else 0
+        self.runtime_context = RuntimeContext(self.state_backend, subtask_index, parallelism, max_parallelism,
+                                              task_name or f"KeyedProcess({self.function_name})", attempt_number)
         self.runtime_context.processing_time_service = self.processing_time_service
         self.user_timer_service: TimerService | None = None
         self.finished = self.closed = False
@@ -307,6 +533,100 @@ class KeyedProcessOperator:
     def use_interruptible_timers(self) -> bool:
         return bool(getattr(self.function, "interruptible_timers", False))
 
+    # -- guarding user code -----------------------------------------------------------------
+    def _limit_error(self, what: str, limit) -> CallbackLimitExceeded:
+        callback = self._callback or "callback"
+        return CallbackLimitExceeded(f"{self.function_name}.{callback} {what} {limit} "
+                                     f"for one {_PER.get(callback, 'call')}")
+
+    def _emit_counted(self, value: Any, timestamp: int | None) -> None:
+        self._outputs += 1
+        if self._outputs > self.max_outputs_per_callback:
+            raise self._limit_error("emitted more than", f"{self.max_outputs_per_callback} outputs")
+        if not self._outputs & 255:
+            self._check_time()
+        self._emit(value, timestamp)
+
+    def emit_side(self, tag: str, value: Any, timestamp: int | None) -> None:
+        """A side output of the running callback (counted with the outputs)."""
+        self._outputs += 1
+        if self._outputs > self.max_outputs_per_callback:
+            raise self._limit_error("emitted more than", f"{self.max_outputs_per_callback} outputs")
+        if self._emit_side is not None:
+            self._emit_side(tag, value, timestamp)
+        else:
+            self.side_outputs.append((tag, value, timestamp))
+
+    def _count_timer(self) -> None:
+        self._timers += 1
+        if self._timers > self.max_timers_per_callback and self._callback is not None:
+            raise self._limit_error("registered more than", f"{self.max_timers_per_callback} timers")
+        if not self._timers & 255:
+            self._check_time()
+
+    def _check_time(self) -> None:
+        """The time limit where the alarm cannot run (another thread, someone else's alarm)."""
+        limit = self.max_seconds_per_callback
+        if limit is not None and self._callback is not None and time.perf_counter() - self._started > limit:
+            raise self._limit_error("ran longer than", f"{limit:g} s")
+
+    def _guarded(self, callback: str, method, *args):
+        """Runs one user callback under the limits."""
+        if self._callback is not None or _Watchdog.current is not None:
+            return self._guarded_nested(callback, method, args)
+        now = time.perf_counter()
+        self._callback, self._started, self._outputs, self._timers = callback, now, 0, 0
+        _Watchdog.current = self
+        limit = self.max_seconds_per_callback
+        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5):
+            _Watchdog.arm(limit, now)  # not armed, lost, or armed too late for this callback
+        try:
+            return method(*args)
+        except SystemExit as exit_:
+            raise self._exit_error(exit_) from None
+        except UserCodeError:
+            raise
+        except Exception as error:
+            self._note(error)
+            raise
+        except _CallbackAbort:
+            raise self._limit_error("ran longer than", f"{self.max_seconds_per_callback:g} s") from None
+        finally:
+            self._callback = _Watchdog.current = None
+
+    def _guarded_nested(self, callback: str, method, args):
+        """A callback inside another one (a mailbox yield, another operator): restores the outer
+        callback's limits afterwards."""
+        outer = (self._callback, self._started, self._outputs, self._timers, _Watchdog.current)
+        now = time.perf_counter()
+        self._callback, self._started, self._outputs, self._timers = callback, now, 0, 0
+        _Watchdog.current = self
+        limit = self.max_seconds_per_callback
+        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5):
+            _Watchdog.arm(limit, now)
+        try:
+            return method(*args)
+        except SystemExit as exit_:
+            raise self._exit_error(exit_) from None
+        except UserCodeError:
+            raise
+        except Exception as error:
+            self._note(error)
+            raise
+        except _CallbackAbort:
+            raise self._limit_error("ran longer than", f"{self.max_seconds_per_callback:g} s") from None
+        finally:
+            self._callback, self._started, self._outputs, self._timers, _Watchdog.current = outer
+
+    def _exit_error(self, exit_: SystemExit) -> UserCodeError:
+        code = "" if exit_.code is None else repr(exit_.code)
+        return UserCodeError(f"{self.function_name}.{self._callback} called sys.exit({code})")
+
+    def _note(self, error: BaseException) -> None:
+        note = f"in {self.function_name}.{self._callback}"
+        if note not in getattr(error, "__notes__", ()):
+            error.add_note(note)
+
     # -- life cycle -------------------------------------------------------------------------
     def initialize_state(self, snapshots: list[OperatorSnapshot]) -> None:
         """Restores from the snapshots of every previous subtask whose key groups overlap ours
@@ -318,22 +638,22 @@ class KeyedProcessOperator:
 
     def open(self) -> None:
         service = self.time_service_manager.get_internal_timer_service(USER_TIMERS, self)
-        self.user_timer_service = TimerService(service)
-        self.function.open(self.runtime_context)
+        self.user_timer_service = TimerService(service, self._count_timer)
+        self._guarded("open", self.function.open, self.runtime_context)
 
     def end_input(self) -> None:
         self.output.timestamp = None
         self.context.time_domain = None
-        self.function.end_input(self.output)
+        self._guarded("end_input", self.function.end_input, self.output)
 
     def finish(self) -> None:
         self.output.timestamp = None
         self.context.time_domain = None
-        self.function.finish(self.output)
+        self._guarded("finish", self.function.finish, self.output)
         self.finished = True
 
     def close(self) -> None:
-        self.function.close()
+        self._guarded("close", self.function.close)
         self.closed = True
 
     # -- input ------------------------------------------------------------------------------
@@ -343,7 +663,7 @@ class KeyedProcessOperator:
         self.key_context.set_current_key(record.key)
         self.context._timestamp = self.output.timestamp = record.timestamp
         self.context.time_domain = None
-        self.function.process_element(record.value, self.context, self.output)
+        self._guarded("process_element", self.function.process_element, record.value, self.context, self.output)
 
     # -- Triggerable ------------------------------------------------------------------------
     def on_event_time(self, timer: InternalTimer) -> None:
@@ -356,7 +676,7 @@ class KeyedProcessOperator:
         self.timers_fired += 1
         self.context._timestamp = self.output.timestamp = timer.timestamp
         self.context.time_domain = domain
-        self.function.on_timer(timer.timestamp, self.context, self.output)
+        self._guarded("on_timer", self.function.on_timer, timer.timestamp, self.context, self.output)
 
     # -- checkpoints ------------------------------------------------------------------------
     def snapshot_state(self, format_version: int = 2) -> OperatorSnapshot:
@@ -378,6 +698,8 @@ def key_group_of(key: Hashable, max_parallelism: int) -> int:
 
 __all__ = [
     "StreamRecord", "KeyedProcessFunction", "KeyedProcessOperator", "Context", "RuntimeContext", "Collector",
-    "TimerService", "ValueState", "ListState", "MapState", "ValueStateDescriptor", "ListStateDescriptor",
-    "MapStateDescriptor", "KeyedStateBackend", "OperatorSnapshot", "MAX_WATERMARK",
+    "TimerService", "ValueState", "ListState", "MapState", "ReducingState", "AggregatingState",
+    "ValueStateDescriptor", "ListStateDescriptor", "MapStateDescriptor", "ReducingStateDescriptor",
+    "AggregatingStateDescriptor", "KeyedStateBackend", "OperatorSnapshot", "MAX_WATERMARK",
+    "UserCodeError", "CallbackLimitExceeded",
 ]

@@ -1,0 +1,219 @@
+"""``pyflink.datastream.functions`` for keyed operators: :class:`KeyedProcessFunction` (with
+its ``Context`` and ``OnTimerContext``), :class:`RuntimeContext`, the state-function bases, and
+the other function classes PyFlink defines, which streamproof refuses with a reason (it certifies
+keyed process functions)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from streamproof.flink.datastream._base import (
+    AggregateFunction, Function, FunctionWrapper, ReduceFunction, ReduceFunctionWrapper,
+)
+from streamproof.flink.datastream.state import (
+    AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState, MapStateDescriptor,
+    ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
+)
+from streamproof.flink.datastream.time_domain import TimeDomain
+from streamproof.flink.datastream.timerservice import TimerService
+
+__all__ = [
+    "RuntimeContext", "MapFunction", "CoMapFunction", "FlatMapFunction", "CoFlatMapFunction", "ReduceFunction",
+    "AggregateFunction", "KeySelector", "FilterFunction", "Partitioner", "ProcessFunction",
+    "KeyedProcessFunction", "CoProcessFunction", "KeyedCoProcessFunction", "TimerService", "TimeDomain",
+    "Function", "KeyedStateStore", "FunctionWrapper", "ReduceFunctionWrapper", "BroadcastProcessFunction",
+    "KeyedBroadcastProcessFunction",
+]
+
+
+class KeyedStateStore(ABC):
+    @abstractmethod
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState:
+        pass
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        pass
+
+    @abstractmethod
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState:
+        pass
+
+    @abstractmethod
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState:
+        pass
+
+    @abstractmethod
+    def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> AggregatingState:
+        pass
+
+
+class RuntimeContext(KeyedStateStore):
+    """What ``open(runtime_context)`` receives: keyed state and where the function runs."""
+
+    @abstractmethod
+    def get_task_name(self) -> str:
+        pass
+
+    @abstractmethod
+    def get_number_of_parallel_subtasks(self) -> int:
+        pass
+
+    @abstractmethod
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        pass
+
+    @abstractmethod
+    def get_index_of_this_subtask(self) -> int:
+        pass
+
+    @abstractmethod
+    def get_attempt_number(self) -> int:
+        pass
+
+    @abstractmethod
+    def get_task_name_with_subtasks(self) -> str:
+        pass
+
+    @abstractmethod
+    def get_job_parameter(self, key: str, default_value: str):
+        pass
+
+    @abstractmethod
+    def get_metrics_group(self):
+        pass
+
+
+class MapFunction(Function):
+    @abstractmethod
+    def map(self, value):
+        pass
+
+
+class CoMapFunction(Function):
+    @abstractmethod
+    def map1(self, value):
+        pass
+
+    @abstractmethod
+    def map2(self, value):
+        pass
+
+
+class FlatMapFunction(Function):
+    @abstractmethod
+    def flat_map(self, value):
+        pass
+
+
+class CoFlatMapFunction(Function):
+    @abstractmethod
+    def flat_map1(self, value):
+        pass
+
+    @abstractmethod
+    def flat_map2(self, value):
+        pass
+
+
+class KeySelector(Function):
+    @abstractmethod
+    def get_key(self, value):
+        pass
+
+
+class FilterFunction(Function):
+    @abstractmethod
+    def filter(self, value):
+        pass
+
+
+class Partitioner(Function):
+    @abstractmethod
+    def partition(self, key: Any, num_partitions: int) -> int:
+        pass
+
+
+class ProcessFunction(Function):
+    """A (non-keyed) process function. PyFlink runs it on a ``DataStream`` only (``KeyedStream.process``
+    requires a :class:`KeyedProcessFunction`), so streamproof refuses it."""
+
+    class Context(ABC):
+        @abstractmethod
+        def timer_service(self) -> TimerService:
+            pass
+
+        @abstractmethod
+        def timestamp(self) -> int:
+            pass
+
+    @abstractmethod
+    def process_element(self, value, ctx: "ProcessFunction.Context"):
+        pass
+
+
+class KeyedProcessFunction(Function):
+    """A keyed function: ``process_element(value, ctx)`` for every element and
+    ``on_timer(timestamp, ctx)`` for every timer, each yielding its outputs (``yield value``, or
+    ``yield output_tag, value`` for a side output) or returning None."""
+
+    class Context(ABC):
+        @abstractmethod
+        def get_current_key(self):
+            pass
+
+        @abstractmethod
+        def timer_service(self) -> TimerService:
+            pass
+
+        @abstractmethod
+        def timestamp(self) -> int:
+            pass
+
+    class OnTimerContext(Context):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain:
+            pass
+
+    @abstractmethod
+    def process_element(self, value, ctx: "KeyedProcessFunction.Context"):
+        pass
+
+    def on_timer(self, timestamp: int, ctx: "KeyedProcessFunction.OnTimerContext"):
+        pass
+
+
+class CoProcessFunction(Function):
+    """Two inputs: refused by streamproof (one keyed input only)."""
+
+    @abstractmethod
+    def process_element1(self, value, ctx):
+        pass
+
+    @abstractmethod
+    def process_element2(self, value, ctx):
+        pass
+
+
+class KeyedCoProcessFunction(Function):
+    """Two keyed inputs: refused by streamproof (one keyed input only)."""
+
+    @abstractmethod
+    def process_element1(self, value, ctx):
+        pass
+
+    @abstractmethod
+    def process_element2(self, value, ctx):
+        pass
+
+    def on_timer(self, timestamp: int, ctx):
+        pass
+
+
+class BroadcastProcessFunction(Function):
+    """Broadcast state: refused by streamproof."""
+
+
+class KeyedBroadcastProcessFunction(Function):
+    """Broadcast state: refused by streamproof."""
