@@ -379,8 +379,11 @@ def certify(spec: str | Subject, examples: int, seed: int = 0, out: str | Path |
         unexercised = [c for c in checks.REQUIRED if not coverage[c]]
         if e.holds and unexercised and prop.name != "certify.interruptible-timers":
             verdict = "not exercised"
-            message = (f"no scenario had a {' or '.join(unexercised)}: this certificate would be vacuous; give records "
-                       f"whose timestamps span the operator's time constants (--records, --span)")
+            hints = {"timer fired before end of input": "records whose timestamps span the operator's time constants "
+                                                        "(--records, --span), so its timers fire mid-stream",
+                     "non-empty output": "records that make the operator emit (--records / --stream)"}
+            message = (f"no scenario had a {' or a '.join(unexercised)}: this certificate would be vacuous; give "
+                       + "; ".join(hints[u] for u in unexercised))
         if e.invariant == "same-output-as-a-failure-free-run" and e.scenario is not None:
             message = f"{message}; cause: {checks.explain(e.scenario)}"
         path = trace = replay = None
