@@ -72,3 +72,23 @@ def test_processing_time_follows_the_input_so_processing_timers_are_certified(tm
     c = cert.certify(subject, 80, 0, tmp_path)
     assert c.results[0]["coverage"]["timer fired before end of input"] > 0, c.markdown()
     assert c.status == "certified", c.markdown()
+
+
+BAD = "tests.certify_bad_ops"
+
+
+def test_unhashable_and_nan_outputs_compare_by_value(tmp_path):
+    c = cert.certify(cert.load(f"{BAD}:NanAndLists"), 40, 0, tmp_path)
+    assert c.status == "certified", c.markdown()
+
+
+@pytest.mark.parametrize("operator, message", [
+    ("WrongSignature", "takes 2 positional arguments"),
+    ("Loops", "Loops.process_element"),
+    ("Floods", "Floods.process_element emitted more than"),
+    ("Exits", "Exits.on_timer called sys.exit(3)"),
+])
+def test_misbehaving_callbacks_are_one_line_and_exit_2(operator, message):
+    result = CliRunner().invoke(cli, ["certify", f"{BAD}:{operator}", "--examples", "5"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output

@@ -1,0 +1,61 @@
+"""PyFlink-style operators that misbehave, for tests/test_certify_input.py."""
+
+import sys
+
+from hypothesis import strategies as st
+
+from streamproof.flink.common import Types
+from streamproof.flink.datastream import KeyedProcessFunction
+from streamproof.flink.datastream.state import ValueStateDescriptor
+
+
+def records():
+    return st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 100))
+
+
+def key(record):
+    return record[0]
+
+
+def timestamp(record):
+    return record[1]
+
+
+class Counting(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 10)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), self.count.value()
+
+
+class WrongSignature(Counting):
+    def process_element(self, value):  # PyFlink passes (value, ctx)
+        yield value
+
+
+class NanAndLists(Counting):
+    def on_timer(self, timestamp, ctx):
+        yield [ctx.get_current_key(), float("nan"), {"n": self.count.value()}]  # unhashable, NaN
+
+
+class Loops(Counting):
+    def process_element(self, value, ctx):
+        while True:
+            pass
+
+
+class Floods(Counting):
+    def process_element(self, value, ctx):
+        while True:
+            yield value
+
+
+class Exits(Counting):
+    def on_timer(self, timestamp, ctx):
+        sys.exit(3)
+        yield
