@@ -308,6 +308,11 @@ class _Watchdog:
         raise operator._limit_error("ran longer than", f"{operator.max_seconds_per_callback:g} s")
 
 
+def release_callback_watchdog() -> None:
+    """Gives SIGALRM back if the callback time limit holds it (after a certification)."""
+    _Watchdog.release()
+
+
 def _on_alarm(signum, frame) -> None:  # one function object: the handler is recognised by identity
     _Watchdog.fire(signum, frame)
 
@@ -488,7 +493,7 @@ class KeyedProcessOperator:
                  subtask_index: int = 0, parallelism: int = 1, firing_budget: int = 1_000_000, *,
                  emit_side: Callable[[str, Any, int | None], None] | None = None,
                  max_outputs_per_callback: int | None = 10_000, max_timers_per_callback: int | None = 10_000,
-                 max_seconds_per_callback: float | None = 5.0,
+                 max_seconds_per_callback: float | None = None,
                  task_name: str | None = None, attempt_number: int | None = None):
         self.function = function
         self.function_name = getattr(function, "user_class_name", None) or type(function).__name__

@@ -143,6 +143,9 @@ class TaskConfig:
     drain: bool = True
     firing_budget: int = 1_000_000
     snapshot_format: int = 2  # timer snapshots; 1 = without termination actions (an older writer)
+    # time limit per user callback (seconds; None: none). Certification sets it: a SIGALRM
+    # watchdog is then armed in the main thread (never alongside another SIGALRM user)
+    callback_seconds: float | None = None
 
     @classmethod
     def from_configuration(cls, conf: dict[str, Any], drain: bool = True) -> "TaskConfig":
@@ -186,7 +189,9 @@ class OperatorTask:
         self.output_log: list[tuple] = []  # what left the operator: records, watermarks, EndOfData
         self.processing_time_service = processing_time_service
         self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
-                                             self._emit, subtask_index, parallelism, config.firing_budget)
+                                             self._emit, subtask_index, parallelism, config.firing_budget,
+                                             max_seconds_per_callback=config.callback_seconds,
+                                             task_name=name, attempt_number=attempt)
         self.sink = TwoPhaseCommitSink(name, subtask_index, external)
         self.operator.runtime_context.mailbox_executor = self.operator_executor
         self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.operator_executor, self._emit_watermark)

@@ -345,11 +345,20 @@ def _trace(scenario: Scenario) -> list[str]:
 def certify(spec: str | Subject, examples: int, seed: int = 0, out: str | Path | None = None,
             command: str = "") -> Certificate:
     """Explores every certification property of the operator; counterexamples go to ``out``."""
+    from streamproof.impl.operators import release_callback_watchdog
+
+    subject = spec if isinstance(spec, Subject) else load(spec)
+    try:
+        return _certify(subject, examples, seed, out, command)
+    finally:
+        release_callback_watchdog()  # SIGALRM back to whoever had it (pytest-timeout, a Spark deadline)
+
+
+def _certify(subject: Subject, examples: int, seed: int, out, command: str) -> Certificate:
     from importlib import metadata
 
     import hypothesis
 
-    subject = spec if isinstance(spec, Subject) else load(spec)
     preflight(subject)
     try:
         version = metadata.version("streamproof")

@@ -36,6 +36,7 @@ from streamproof.properties.verdict import Verdict
 
 OTHER_SCHEDULES = 7      # failure-free schedules besides the scenario's own (made only when needed)
 SPLIT_MAIL_RATE = 0.8    # foreign mail while a timer fires: how often interruptible firings split
+CALLBACK_SECONDS = 5.0   # a user callback running longer is stopped with one line
 
 FINDING_ARRIVAL_ORDER = "finding: output depends on arrival order"
 FINDING_LATE = "finding: output for late records depends on timing"
@@ -53,10 +54,16 @@ REQUIRED = ("timer fired before end of input", "non-empty output")  # else the c
 
 
 def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = None, lineage: list | None = None) -> JobSpec:
+    if lineage is None:
+        spec = _job_spec(scenario, interruptible, mail_rate)
+        return dataclasses.replace(spec, config=dataclasses.replace(spec.config, callback_seconds=CALLBACK_SECONDS))
+    # a failure-free replay of a run's lineage: no back-pressure, no checkpoints
+    spec = _spec(scenario, interruptible, mail_rate)
+    return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9)
+
+
+def _job_spec(scenario: Scenario, interruptible: bool, mail_rate: float | None) -> JobSpec:
     params = job_params(scenario)
-    if lineage is not None:  # a failure-free replay of a run's lineage: no back-pressure, no checkpoints
-        spec = _spec(scenario, interruptible, mail_rate)
-        return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9)
     return JobSpec(sources_of(scenario), FUNCTIONS[params["operator"]], parallelism=params["parallelism"],
                    max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                    config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
