@@ -7,9 +7,11 @@ A key is hashed the way the JVM hashes it (``String.hashCode`` over UTF-16 code 
 
 from __future__ import annotations
 
+import struct
+
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, Union
+from typing import Any, Iterator, Union
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -46,8 +48,42 @@ def _rotl32(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _MASK32
 
 
+@dataclass(frozen=True)
+class CompositeKey:
+    """A key that is not a String, Long or Integer (a tuple from ``key_by(lambda r: (a, b))``, a
+    float, a bool): carried with the JVM ``hashCode()`` its Flink counterpart (TupleN / Row,
+    Double, Boolean) would have, so it is assigned to key groups like one. The operator sees
+    ``value``."""
+
+    value: Any
+    hash_code: int
+
+    @classmethod
+    def of(cls, value: Any) -> "CompositeKey":
+        return cls(value, _value_hash_code(value))
+
+
+def _value_hash_code(value: Any) -> int:
+    if isinstance(value, bool):
+        return 1231 if value else 1237  # Boolean.hashCode
+    if isinstance(value, float):
+        bits = 0x7FF8000000000000 if value != value else \
+            struct.unpack(">q", struct.pack(">d", value))[0] & 0xFFFFFFFFFFFFFFFF  # doubleToLongBits
+        return _to_int32(bits ^ (bits >> 32))  # Double.hashCode
+    if value is None:
+        return 0
+    if isinstance(value, tuple):  # TupleN / Row: 31 * h + hashCode(field)
+        h = 0
+        for field_value in value:
+            h = (31 * h + _value_hash_code(field_value)) & _MASK32
+        return _to_int32(h)
+    return java_hash_code(value)
+
+
 def java_hash_code(key: Key) -> int:
     """The key's ``hashCode()`` on the JVM, as a signed 32-bit int."""
+    if isinstance(key, CompositeKey):
+        return key.hash_code
     if isinstance(key, str):
         data = key.encode("utf-16-be", "surrogatepass")
         h = 0

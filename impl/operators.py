@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
-from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
+from streamproof.impl.keygroups import CompositeKey, KeyGroupRange, assign_to_key_group
 from streamproof.impl.operator_timers import OperatorProcessingTimeService
 from streamproof.impl.snapshots import restore_from_snapshots, start_snapshot
 from streamproof.impl.timers import (
@@ -376,7 +376,8 @@ class Context:
         return self._operator.user_timer_service
 
     def get_current_key(self) -> Any:
-        return self._operator.key_context.current_key
+        key = self._operator.key_context.current_key
+        return key.value if isinstance(key, CompositeKey) else key  # the user's own key
 
     def output(self, tag: str, value: Any) -> None:
         """A side output (Flink's ``ctx.output(OutputTag, value)``): ``tag`` names it; it goes to

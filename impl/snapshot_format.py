@@ -34,6 +34,7 @@ from typing import Iterable, Mapping, Sequence
 
 from streamproof.impl.internal_timer import InternalTimer
 from streamproof.impl.keygroups import (
+    CompositeKey,
     INT64_MAX, INT64_MIN, UPPER_BOUND_MAX_PARALLELISM, Int32, KeyGroupRange, assign_to_key_group,
 )
 from streamproof.impl.termination import TimerTerminationAction
@@ -46,13 +47,14 @@ SECTION, END = 0x53, 0x45
 MAX_VALUE_DEPTH = 16
 
 _U8, _U16, _U32, _U64 = struct.Struct(">B"), struct.Struct(">H"), struct.Struct(">I"), struct.Struct(">Q")
-_I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
+_I32, _I64, _F64 = struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">d")
 _FIXED_HEADER = struct.Struct(">4sHHIIIQH")  # magic .. service count
 _SECTION_HEAD = struct.Struct(">BIII")       # type, key group, length, crc
 _END = struct.Struct(">BIQI")                # type, section count, timer count, crc
 _MIN_TIMER = 8 + 5 + 1                       # timestamp, the shortest key (empty string), None namespace
 
 _TAG_STR, _TAG_LONG, _TAG_INT32, _TAG_NONE, _TAG_FALSE, _TAG_TRUE, _TAG_TUPLE, _TAG_BYTES = range(1, 9)
+_TAG_COMPOSITE, _TAG_FLOAT = 9, 10  # a composite key (its value follows); a double
 _ACTION_BYTES = {int(action): _U8.pack(action) for action in TimerTerminationAction}
 
 __all__ = [
@@ -107,8 +109,8 @@ class TimerSnapshotContents:
 
 
 # -- writing -------------------------------------------------------------------------------
-def _value(value, depth: int = 0) -> bytes:
-    """The tagged encoding of a key or namespace."""
+def _value(value, depth: int = 0, floats: bool = False) -> bytes:
+    """The tagged encoding of a key or namespace (``floats``: inside a composite key only)."""
     if isinstance(value, str):
         data = value.encode("utf-8", "surrogatepass")
         return _U8.pack(_TAG_STR) + _U32.pack(len(data)) + data
@@ -125,14 +127,18 @@ def _value(value, depth: int = 0) -> bytes:
     if isinstance(value, tuple):
         if depth >= MAX_VALUE_DEPTH or len(value) > 0xFFFF:
             raise ValueError(f"cannot write a tuple nested over {MAX_VALUE_DEPTH} deep or over 65535 long")
-        return _U8.pack(_TAG_TUPLE) + _U16.pack(len(value)) + b"".join(_value(v, depth + 1) for v in value)
+        return _U8.pack(_TAG_TUPLE) + _U16.pack(len(value)) + b"".join(_value(v, depth + 1, floats) for v in value)
     if isinstance(value, (bytes, bytearray)):
         return _U8.pack(_TAG_BYTES) + _U32.pack(len(value)) + bytes(value)
+    if isinstance(value, float) and floats:
+        return _U8.pack(_TAG_FLOAT) + _F64.pack(value)
     raise TypeError(f"cannot write a {type(value).__name__} in a timer snapshot (str, int, Int32, None, "
-                    "bool, tuple or bytes)")
+                    "bool, tuple or bytes; floats inside a composite key)")
 
 
 def _key(key) -> bytes:
+    if isinstance(key, CompositeKey):
+        return _U8.pack(_TAG_COMPOSITE) + _value(key.value, floats=True)
     if isinstance(key, bool) or not isinstance(key, (str, int, Int32)):
         raise TypeError(f"cannot write key {key!r}: keys are str, int or Int32")
     return _value(key)
@@ -267,7 +273,7 @@ def _read_text(r: _Reader, n: int, what: str) -> str:
         raise r.fail(f"{what} is not UTF-8 (byte 0x{r.data[at + e.start]:02x})", at + e.start) from None
 
 
-def _read_value(r: _Reader, what: str, depth: int = 0, key: bool = False):
+def _read_value(r: _Reader, what: str, depth: int = 0, key: bool = False, floats: bool = False):
     at = r.pos
     tag = r.unpack(_U8, f"the tag of {what}")
     if tag == _TAG_STR:
@@ -276,7 +282,11 @@ def _read_value(r: _Reader, what: str, depth: int = 0, key: bool = False):
         return r.unpack(_I64, what)
     if tag == _TAG_INT32:
         return Int32(r.unpack(_I32, what))
+    if key and tag == _TAG_COMPOSITE:
+        return CompositeKey.of(_read_value(r, what, depth + 1, floats=True))
     if not key:
+        if tag == _TAG_FLOAT and floats:
+            return r.unpack(_F64, what)
         if tag == _TAG_NONE:
             return None
         if tag in (_TAG_FALSE, _TAG_TRUE):
@@ -285,12 +295,12 @@ def _read_value(r: _Reader, what: str, depth: int = 0, key: bool = False):
             if depth >= MAX_VALUE_DEPTH:
                 raise r.fail(f"{what} is nested deeper than {MAX_VALUE_DEPTH}", at)
             count = r.unpack(_U16, f"the length of {what}")
-            return tuple(_read_value(r, what, depth + 1) for _ in range(count))
+            return tuple(_read_value(r, what, depth + 1, floats=floats) for _ in range(count))
         if tag == _TAG_BYTES:
             n = r.unpack(_U32, f"the length of {what}")
             start = r.take(n, what)
             return bytes(r.data[start:start + n])
-    kinds = "0x01-0x03" if key else "0x01-0x08"
+    kinds = "0x01-0x03 or 0x09" if key else ("0x01-0x08 or 0x0a" if floats else "0x01-0x08")
     raise r.fail(f"unknown tag 0x{tag:02x} for {what} (expected {kinds})", at)
 
 

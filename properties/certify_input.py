@@ -205,7 +205,7 @@ def user_scenarios(operator: str, spec: RecordSpec):
         clock: dict[int, int] = {}
         for record, key, ts in stamped:
             source = draw(st.integers(0, sources - 1))
-            steps.append(UserRecord(source, key, JSON.freeze(_encoded(record)), ts))
+            steps.append(UserRecord(source, JSON.freeze(_encoded(key)), JSON.freeze(_encoded(record)), ts))
             highest[source] = max(ts, highest.get(source, ts))
             candidate = highest[source] - bound - 1
             if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
@@ -252,9 +252,9 @@ def _key_and_time(spec: RecordSpec, record: Any) -> tuple[Any, int]:
     except Exception as e:  # noqa: BLE001
         raise InputError(f"the timestamp assigner {spec.names['timestamp']!r} failed on {record!r}: "
                          f"{type(e).__name__}: {e}") from None
-    if isinstance(key, bool) or not isinstance(key, (str, int)):
-        raise InputError(f"the key selector {spec.names['key']!r} gave {key!r} ({type(key).__name__}): keys must be "
-                         "strings or integers (Java String / Long)")
+    if not _valid_key(key):
+        raise InputError(f"the key selector {spec.names['key']!r} gave {key!r} ({type(key).__name__}): keys are "
+                         "strings, integers, floats, booleans or tuples (Rows) of them")
     if isinstance(ts, bool) or not isinstance(ts, int):
         raise InputError(f"the timestamp assigner {spec.names['timestamp']!r} gave {ts!r}: timestamps are integers "
                          "(milliseconds)")
@@ -264,6 +264,12 @@ def _key_and_time(spec: RecordSpec, record: Any) -> tuple[Any, int]:
 def _short(value: Any) -> str:
     text = " ".join(repr(value).split())
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _valid_key(key: Any) -> bool:
+    if isinstance(key, (str, int, float, bool)):
+        return True
+    return isinstance(key, tuple) and all(_valid_key(k) for k in key)
 
 
 def _encoded(record: Any) -> Any:

@@ -320,16 +320,24 @@ class StepsKind(Kind):
         return {"type": "array", "items": _dispatch_schema(self.classes.values(), ref)}
 
 
+class JsonText(str):
+    """Canonical JSON text of a value held by a step (hashable; not the value itself)."""
+
+
+def _json_text(value: Any) -> JsonText:
+    return JsonText(json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":")))
+
+
 @dataclass(frozen=True)
 class JsonKind(Kind):
-    """Any JSON value (no NaN or Infinity); held in a step as its canonical JSON text, so steps
-    stay hashable."""
+    """Any JSON value (no NaN or Infinity); held in a step as its canonical JSON text
+    (:class:`JsonText`), so steps stay hashable."""
 
     expected: str = "a JSON value"
 
-    def parse(self, value: Any, loc: Loc, name: str) -> str:
+    def parse(self, value: Any, loc: Loc, name: str) -> JsonText:
         try:
-            return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+            return _json_text(value)
         except (TypeError, ValueError):
             raise loc.expected(name, self.expected, value) from None
 
@@ -337,8 +345,7 @@ class JsonKind(Kind):
         return json.loads(value)
 
     def freeze(self, value: Any) -> Any:
-        return value if isinstance(value, str) else json.dumps(value, sort_keys=True, allow_nan=False,
-                                                               separators=(",", ":"))
+        return value if isinstance(value, JsonText) else _json_text(value)
 
     def schema(self, ref: Callable[[type], str]) -> dict:
         return {}

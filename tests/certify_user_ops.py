@@ -43,8 +43,12 @@ class HourlyReminder(KeyedProcessFunction):
         out.collect((ctx.get_current_key(), self.seen.value()))
 
 
-def float_keys(record):
-    return 1.5
+def list_keys(record):
+    return [record[0]]  # unhashable: no key
+
+
+def composite_keys(record):
+    return (record[0], record[1] > 1)  # key_by(lambda r: (r.user, r.amount > 1))
 
 
 NOT_A_STRATEGY = 42

@@ -51,8 +51,8 @@ def test_a_certificate_whose_timers_never_fired_is_not_exercised(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--records", f"{OPS}:transactions", "--key", f"{OPS}:float_keys", "--timestamp", "2"],
-     "keys must be strings or integers"),
+    (["--records", f"{OPS}:transactions", "--key", f"{OPS}:list_keys", "--timestamp", "2"],
+     "keys are strings, integers, floats, booleans or tuples"),
     (["--records", f"{OPS}:NOT_A_STRATEGY", "--key", "0", "--timestamp", "2"], "neither a strategy"),
     (["--records", f"{OPS}:transactions", "--key", "0", "--timestamp", "1"], "timestamps are integers"),
     (["--records", f"{OPS}:transactions", "--key", "0"], "without --timestamp"),
@@ -92,3 +92,22 @@ def test_misbehaving_callbacks_are_one_line_and_exit_2(operator, message):
     result = CliRunner().invoke(cli, ["certify", f"{BAD}:{operator}", "--examples", "5"])
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_composite_keys_as_pyflink_key_by_gives_them(tmp_path):
+    """key_by(lambda r: (r.user, r.amount > 1)): a tuple key, routed by its Java Tuple hashCode, seen
+    by the operator as the tuple (ctx.get_current_key())."""
+    subject = cert.load(f"{OPS}:AmountPerWindow", records=f"{OPS}:transactions", key=f"{OPS}:composite_keys",
+                        timestamp="2")
+    c = cert.certify(subject, 40, 0, tmp_path)
+    assert c.status == "certified", c.markdown()
+    scenario = json.loads(next(tmp_path.glob("*.json")).read_text()) if list(tmp_path.glob("certify.*.json")) else None
+    assert scenario is None  # nothing failed
+
+
+def test_composite_key_groups_follow_java_hash_codes():
+    from streamproof.impl.keygroups import CompositeKey, java_hash_code
+
+    assert java_hash_code(CompositeKey.of(("a", 1))) == 31 * 97 + 1   # Tuple2.of("a", 1L).hashCode()
+    assert java_hash_code(CompositeKey.of(1.5)) == 1073217536          # Double.hashCode(1.5)
+    assert java_hash_code(CompositeKey.of(float("nan"))) == 2146959360 and CompositeKey.of(True).hash_code == 1231

@@ -173,3 +173,13 @@ def test_every_single_bit_flip_of_a_file_is_detected():
                 mutated[offset] ^= 1 << bit
                 with pytest.raises(SnapshotFormatError):
                     decode_snapshot(bytes(mutated))
+
+
+def test_composite_keys_round_trip_with_their_hash_codes():
+    from streamproof.impl.keygroups import CompositeKey
+
+    key = CompositeKey.of(("ann", 1.5, True))
+    contents = TimerSnapshotContents(2, 1, KeyGroupRange(0, 0), 1, ("t",),
+                                     {0: {"t": KeyGroupTimers((InternalTimer(7, key, "w"),))}})
+    (entry,) = list(decode_snapshot(encode_snapshot(contents)).entries())
+    assert entry[2].key == key and entry[2].key.hash_code == key.hash_code

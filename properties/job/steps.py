@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from streamproof.impl.keygroups import CompositeKey
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault
 from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig, Watermark
@@ -55,7 +56,7 @@ class UserRecord(Step):
 
     op: ClassVar[str] = "user_record"
     source: int = arg(SOURCE)
-    key: Any = arg(KEY)
+    key: Any = arg(JSON)  # encoded like data: a string, an integer, or a composite key {"$tuple": [...]}
     data: Any = arg(JSON)
     ts: int = arg(INT64)
 
@@ -158,7 +159,10 @@ def sources_of(scenario: Scenario) -> list[list]:
         if isinstance(s, Record):
             sources[s.source].append(StreamRecord(s.key, s.value, s.ts))
         elif isinstance(s, UserRecord):
-            sources[s.source].append(StreamRecord(s.key, decode(JSON.dump(s.data)), s.ts))
+            key = decode(JSON.dump(s.key))
+            if isinstance(key, bool) or not isinstance(key, (str, int)):
+                key = CompositeKey.of(key)  # a tuple, float or bool key: routed as Flink's TupleN/Double/Boolean
+            sources[s.source].append(StreamRecord(key, decode(JSON.dump(s.data)), s.ts))
         elif isinstance(s, SourceWatermark):
             sources[s.source].append(Watermark(s.ts))
         elif isinstance(s, ProcessingTime):
