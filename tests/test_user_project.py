@@ -98,6 +98,40 @@ def project(tmp_path_factory) -> Path:
                 out.collect((ctx.get_current_key(), timestamp, total(self.values.get(timestamp, []))))
                 self.values.remove(timestamp)
     '''))
+    (root / "alerts.py").write_text(textwrap.dedent('''
+        """A PyFlink operator as its author wrote it, with only `pyflink` changed to `streamproof.flink`."""
+        from streamproof.flink.common import Types
+        from streamproof.flink.datastream import KeyedProcessFunction, RuntimeContext
+        from streamproof.flink.datastream.state import ValueStateDescriptor
+
+        TIMEOUT = 60_000
+
+
+        class IdleAlert(KeyedProcessFunction):
+            def open(self, runtime_context: RuntimeContext):
+                self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
+
+            def process_element(self, value, ctx: "KeyedProcessFunction.Context"):
+                self.last.update(ctx.timestamp())
+                ctx.timer_service().register_event_time_timer(ctx.timestamp() + TIMEOUT)
+
+            def on_timer(self, timestamp, ctx: "KeyedProcessFunction.OnTimerContext"):
+                if timestamp == self.last.value() + TIMEOUT:
+                    yield ctx.get_current_key(), timestamp
+
+
+        def records():
+            from hypothesis import strategies as st
+            return st.tuples(st.sampled_from(["u1", "u2"]), st.integers(0, 4 * TIMEOUT))
+
+
+        def key(record):
+            return record[0]
+
+
+        def timestamp(record):
+            return record[1]
+    '''))
     (root / "conftest.py").write_text(textwrap.dedent('''
         import model, properties.registry   # the project's own packages, imported first
         assert model.OWNER == "user" and properties.registry.PROPERTIES == ["mine"]
@@ -125,6 +159,11 @@ def project(tmp_path_factory) -> Path:
         def test_certify_my_operator(streamproof_certify):
             certificate = streamproof_certify("myops:HourlyTotal", examples=15)
             assert certificate.holds, certificate.markdown()
+
+
+        def test_certify_my_pyflink_operator(streamproof_certify):
+            certificate = streamproof_certify("alerts:IdleAlert", examples=30)
+            assert certificate.status == "certified", certificate.markdown()
     '''))
     return root
 
@@ -155,7 +194,7 @@ def test_pytest_with_the_plugin_in_the_users_project(venv, project):
     proc = sh([venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", project, project],
               cwd=project)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "4 passed" in proc.stdout
+    assert "5 passed" in proc.stdout
 
 
 def test_the_cli_in_the_users_project(venv, project):
