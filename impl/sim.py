@@ -48,7 +48,7 @@ class SimulationResult:
     final_processing_timers: list = field(default_factory=list)
     flushes: list = field(default_factory=list)  # (attempt, subtask, FlushRecord) of every end-of-input flush
     late_records: int = 0  # records that reached an operator at or below its current watermark
-    side_outputs: int = 0  # values the operators emitted to side outputs (not committed by the sink)
+    side_outputs: int = 0  # side outputs emitted (committed through the sink as ("side-output", tag, value))
     timers_before_end: int = 0  # timers fired (every attempt) before end of input reached a task
     # per final subtask, the channels of the input its committed state and output consumed, in
     # order (None when a rescale merged tasks): replayed without faults, it is the run's reference
@@ -113,7 +113,7 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
                             job.events, interrupted_seen, applied, stalled, channel_state, final_timers,
                             final_processing, flushes, sum(t.late_records for t in job.all_tasks),
-                            sum(len(getattr(t.operator, "side_outputs", ())) for t in job.all_tasks),
+                            sum(t.side_outputs for t in job.all_tasks),
                             sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
                             _lineage(job))
 

@@ -191,7 +191,7 @@ class OperatorTask:
         self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
                                              self._emit, subtask_index, parallelism, config.firing_budget,
                                              max_seconds_per_callback=config.callback_seconds,
-                                             task_name=name, attempt_number=attempt)
+                                             task_name=name, attempt_number=attempt, emit_side=self._emit_side)
         self.sink = TwoPhaseCommitSink(name, subtask_index, external)
         self.operator.runtime_context.mailbox_executor = self.operator_executor
         self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.operator_executor, self._emit_watermark)
@@ -216,6 +216,7 @@ class OperatorTask:
         self.picks: list[int] = []
         self.forced: deque | None = None
         self.source_done: Callable[[int], bool] = lambda channel: False  # set by the job
+        self.side_outputs = 0  # metric: side outputs emitted
         self.late_records = 0  # metric: records at or below the operator's current watermark
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
@@ -356,6 +357,16 @@ class OperatorTask:
         origin = {"event": "timer", "processing": "processing-timer"}.get(domain, "element")
         self.output_log.append(("record", value, timestamp, origin))
         self.sink.invoke(value)
+
+    def _emit_side(self, tag: str, value: Any, timestamp: int | None) -> None:
+        """A side output (``yield tag, value``): its own stream, here written through the same
+        exactly-once sink tagged ``("side-output", tag, value)``, so it is committed (and compared)
+        exactly once like the main output."""
+        if self.state == self.FINISHED:
+            raise RuntimeError(f"{self.name}[{self.subtask_index}] emitted a side output after finish()")
+        self.side_outputs += 1
+        self.output_log.append(("side", value, timestamp, tag))
+        self.sink.invoke(("side-output", tag, value))
 
     def _emit_watermark(self, timestamp: int) -> None:
         # The downstream valve forwards only increasing watermarks; a repeated one is dropped here.

@@ -59,3 +59,19 @@ class Exits(Counting):
     def on_timer(self, timestamp, ctx):
         sys.exit(3)
         yield
+
+
+class SideOutputFromAnAttribute(Counting):
+    """Main output in keyed state, but its side output counts in a Python attribute (not
+    checkpointed): after a failover the side output differs."""
+
+    def open(self, runtime_context):
+        super().open(runtime_context)
+        self.seen = 0
+
+    def process_element(self, value, ctx):
+        from streamproof.flink.datastream import OutputTag
+
+        self.seen += 1
+        yield OutputTag("seen", Types.LONG()), self.seen
+        yield from super().process_element(value, ctx) or ()

@@ -111,3 +111,10 @@ def test_composite_key_groups_follow_java_hash_codes():
     assert java_hash_code(CompositeKey.of(("a", 1))) == 31 * 97 + 1   # Tuple2.of("a", 1L).hashCode()
     assert java_hash_code(CompositeKey.of(1.5)) == 1073217536          # Double.hashCode(1.5)
     assert java_hash_code(CompositeKey.of(float("nan"))) == 2146959360 and CompositeKey.of(True).hash_code == 1231
+
+
+def test_side_outputs_are_committed_and_compared_exactly_once(tmp_path):
+    c = cert.certify(cert.load(f"{BAD}:SideOutputFromAnAttribute"), 100, 0, tmp_path)
+    same = c.results[0]
+    assert same["property"] == "certify.same-output" and same["verdict"] == "failed", c.markdown()
+    assert "side-output" in same["message"] and same["coverage"]["side output"] > 0
