@@ -16,3 +16,13 @@ def sizes_parser(minimum: int = 1):
             raise argparse.ArgumentTypeError(f"--sizes needs integers >= {minimum}, got {text!r}")
         return sizes
     return parse
+
+
+def format_table(rows: list, columns: list[tuple[str, str, str]]) -> str:
+    """Rows (objects) as a right-aligned text table; ``columns``: (title, attribute, format)."""
+    cells = [[fmt.format(getattr(row, attr)) for _, attr, fmt in columns] for row in rows]
+    widths = [max(len(title), *(len(c[i]) for c in cells)) for i, (title, _, _) in enumerate(columns)]
+    lines = ["  ".join(title.rjust(wd) for (title, _, _), wd in zip(columns, widths))]
+    lines.append("  ".join("-" * wd for wd in widths))
+    lines += ["  ".join(c.rjust(wd) for c, wd in zip(cell, widths)) for cell in cells]
+    return "\n".join(lines)

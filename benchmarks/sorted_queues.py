@@ -47,7 +47,7 @@ try:
 except ImportError:  # not a dependency of the project any more: needed for this benchmark only
     SortedList = None
 
-from benchmarks.common import sizes_parser  # noqa: E402
+from benchmarks.common import format_table as common_format_table, sizes_parser  # noqa: E402
 from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group  # noqa: E402
 from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError  # noqa: E402
 from streamproof.impl.termination import TimerTerminationAction  # noqa: E402
@@ -349,12 +349,7 @@ COLUMNS = [
 
 
 def format_table(rows: list[Row]) -> str:
-    cells = [[fmt.format(getattr(row, attr)) for _, attr, fmt in COLUMNS] for row in rows]
-    widths = [max(len(title), *(len(c[i]) for c in cells)) for i, (title, _, _) in enumerate(COLUMNS)]
-    lines = ["  ".join(title.rjust(wd) for (title, _, _), wd in zip(COLUMNS, widths))]
-    lines.append("  ".join("-" * wd for wd in widths))
-    lines += ["  ".join(c.rjust(wd) for c, wd in zip(cell, widths)) for cell in cells]
-    return "\n".join(lines)
+    return common_format_table(rows, COLUMNS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from typing import Callable
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import sizes_parser  # noqa: E402
+from benchmarks.common import format_table as common_format_table, sizes_parser  # noqa: E402
 from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
 from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
 
@@ -247,12 +247,7 @@ COLUMNS = [
 
 
 def format_table(rows: list[Row]) -> str:
-    cells = [[fmt.format(getattr(row, attr)) for _, attr, fmt in COLUMNS] for row in rows]
-    widths = [max(len(title), *(len(c[i]) for c in cells)) for i, (title, _, _) in enumerate(COLUMNS)]
-    lines = ["  ".join(title.rjust(wd) for (title, _, _), wd in zip(COLUMNS, widths))]
-    lines.append("  ".join("-" * wd for wd in widths))
-    lines += ["  ".join(c.rjust(wd) for c, wd in zip(cell, widths)) for cell in cells]
-    return "\n".join(lines)
+    return common_format_table(rows, COLUMNS)
 
 
 def target_lines(rows: list[Row]) -> list[str]:

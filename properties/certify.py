@@ -89,15 +89,6 @@ class Subject:
         return inputs.builtin_scenarios(self.name, self.span)
 
 
-def load_operator(spec: str) -> type:
-    """``module:Class`` (or ``module.Class``), importable from the current directory too."""
-    module_name, name = _split(spec)
-    target = getattr(_import(spec, module_name), name, None)
-    if not _is_operator_class(target):
-        raise CertifyError(f"{spec!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
-    return target
-
-
 def _split(spec: str) -> tuple[str, str]:
     module_name, sep, name = spec.partition(":")
     if not sep:
@@ -452,4 +443,4 @@ def replay(spec: str | Subject, path) -> list[Verdict]:
     return [prop.check(scenario) for prop in properties_for(subject)]
 
 
-__all__ = ["Certificate", "CertifyError", "Subject", "certify", "load", "load_operator", "properties_for", "replay"]
+__all__ = ["Certificate", "CertifyError", "Subject", "certify", "load", "properties_for", "replay"]

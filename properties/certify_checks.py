@@ -24,7 +24,6 @@ from typing import Any
 
 from streamproof.impl.job import JobSpec
 from streamproof.impl.sim import Fault, SimulationResult, simulate
-from streamproof.impl.timers import MAX_WATERMARK
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.job import check as job_check
 from streamproof.properties.job.functions import FUNCTIONS
@@ -194,21 +193,6 @@ def _plain(value: Any) -> Any:
 
 
 # -- coverage ------------------------------------------------------------------------------
-def timer_outputs_before_end(run: SimulationResult) -> int:
-    """Timer outputs followed (in their task's log) by a watermark below MAX: they fired before
-    end of input."""
-    count = 0
-    for _, _, log in run.output_logs:
-        pending = 0
-        for entry in log:
-            if entry[0] == "record" and entry[3] in ("timer", "processing-timer"):
-                pending += 1
-            elif entry[0] == "watermark" and entry[1] < MAX_WATERMARK:
-                count += pending
-                pending = 0
-    return count
-
-
 def cover(run: SimulationResult) -> None:
     if run.timers_before_end:
         note("timer fired before end of input")
