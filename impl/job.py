@@ -52,7 +52,7 @@ class CompletedCheckpoint:
     checkpoint_id: int
     source_offsets: list[int]
     task_snapshots: list[TaskSnapshot]
-    parallelism: int
+    parallelism: int | tuple  # the job's layout: its parallelism (a graph: every chain's)
 
 
 class SourceTask:
@@ -146,7 +146,7 @@ class CheckpointCoordinator:
         if set(pending["acks"]) >= pending["expected"]:
             del self.pending[checkpoint_id]
             done = CompletedCheckpoint(checkpoint_id, pending["offsets"],
-                                       [pending["acks"][i] for i in sorted(pending["acks"])], len(self.job.tasks))
+                                       [pending["acks"][i] for i in sorted(pending["acks"])], self.job.layout())
             if self.latest() is not None:
                 done = self._carry_terminated(done)
             self.completed.append(done)
@@ -197,6 +197,9 @@ class Job:
         self._deploy(None)
 
     # -- topology ---------------------------------------------------------------------------
+    def layout(self) -> int:
+        return len(self.tasks)
+
     def route(self, record: StreamRecord) -> int:
         kg = assign_to_key_group(record.key, self.spec.max_parallelism)
         return compute_operator_index_for_key_group(self.spec.max_parallelism, self.parallelism, kg)
@@ -224,7 +227,7 @@ class Job:
             clock = self.clock if spec.processing_time == "steps" else \
                 ManualProcessingTimeService(start=self._restored_time(checkpoint, kgr))
             task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
-                                len(spec.sources), _MailboxTimers(clock, self, i), self.external, spec.config,
+                                len(spec.sources), MailboxTimers(clock, self, i), self.external, spec.config,
                                 self._acknowledger(self.attempt))
             if spec.processing_time == "input":
                 task.advance_processing_time = self._input_clock(clock)
@@ -350,7 +353,7 @@ class Job:
         self.clock.advance_to(now)
 
 
-class _MailboxTimers:
+class MailboxTimers:
     """The task's processing-time service: physical timers fire as mail in the task's mailbox."""
 
     def __init__(self, clock: ManualProcessingTimeService, job: Job, subtask: int):
@@ -366,6 +369,10 @@ class _MailboxTimers:
         def defer_to_mailbox(ts: int) -> None:
             task = task_ref()
             if self.job.attempt == attempt and task.state not in (task.FAILED, task.TERMINATED):
-                task.executor.execute(lambda: callback(ts), f"processing timer {ts}")
+                task.executor.execute(self.mail(task, callback, ts), f"processing timer {ts}")
 
         return self.clock.register_timer(timestamp, defer_to_mailbox)
+
+    def mail(self, task, callback, timestamp: int):
+        """The mail that runs a physical timer's callback."""
+        return lambda: callback(timestamp)

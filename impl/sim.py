@@ -29,6 +29,7 @@ class Fault:
     subtask: int = 0
     parallelism: int | None = None
     after_checkpoint: bool = False  # fail_in_interrupted_firing: only after a checkpoint completed during it
+    operator: str | None = None  # rescale of a job graph: the operator whose chain (and forward group) rescales
 
 
 @dataclass
@@ -53,12 +54,20 @@ class SimulationResult:
     # per final subtask, the channels of the input its committed state and output consumed, in
     # order (None when a rescale merged tasks): replayed without faults, it is the run's reference
     lineage: list | None = None
+    metrics: dict = field(default_factory=dict)  # runtime-specific measurements (job graphs: liveness)
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
              external: ExternalSystem | None = None) -> SimulationResult:
     rng = random.Random(seed)
     job = Job(spec, external, random.Random(rng.random()))
+    step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
+    return _result(job, step, applied, interrupted_seen)
+
+
+def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: int) -> tuple[int, list, int]:
+    """Runs ``job`` (a :class:`Job` or a job graph) to the end under the fault schedule; returns
+    (steps, faults applied, steps spent inside interrupted firings)."""
     pending = sorted(faults, key=lambda f: (f.kind != "fail_in_interrupted_firing", f.at))
     applied: list[Fault] = []
     interrupted_seen = checkpointed_during_interruption = 0
@@ -71,7 +80,7 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
         job.advance_clock(step)
         job.coordinator.maybe_trigger(step)
         completed_now = len(job.coordinator.completed)
-        if any(t.watermark_processor.progress_watermark_scheduled for t in job.tasks if t.state != t.FAILED):
+        if any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
             checkpointed_during_interruption += completed_now > completed_seen
             due = next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (
@@ -79,7 +88,7 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
             if due is not None:
                 pending.remove(due)
                 applied.append(due)
-                victim = next(t for t in job.tasks if t.watermark_processor.progress_watermark_scheduled)
+                victim = next(t for t in job.tasks if t.state != t.FAILED and t.firing_interrupted())
                 job.failover(victim.subtask_index, "failure inside an interrupted firing")
                 continue
         completed_seen = completed_now
@@ -87,7 +96,9 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
         if due is not None:
             pending.remove(due)
             applied.append(due)
-            job.failover(due.subtask % len(job.tasks), due.kind, due.parallelism if due.kind == "rescale" else None)
+            where = {"operator": due.operator} if due.operator else {}
+            job.failover(due.subtask % len(job.tasks), due.kind, due.parallelism if due.kind == "rescale" else None,
+                         **where)
             continue
         actions = [s.emit_next for s in job.sources if s.is_runnable()]
         actions += [t.run_step for t in job.tasks if t.is_runnable()]
@@ -96,6 +107,10 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
                 continue  # waiting for a checkpoint to complete: time passes
             raise SimulationError(f"deadlock at step {step}: no source or task can run")
         rng.choice(actions)()
+    return step, applied, interrupted_seen
+
+
+def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
     stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
                for t in job.all_tasks if t.watermark_processor.stalled]
     completed = job.coordinator.completed
@@ -121,3 +136,40 @@ def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps
 def _lineage(job: Job) -> list | None:
     lineages = [t.lineage() for t in job.tasks]
     return None if any(x is None for x in lineages) else lineages
+
+
+def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
+                   external: ExternalSystem | None = None) -> SimulationResult:
+    """Runs a :class:`~streamproof.impl.graph_job.GraphJobSpec` under the same scheduler."""
+    from streamproof.impl.graph_job import GraphJob
+    rng = random.Random(seed)
+    job = GraphJob(spec, external, random.Random(rng.random()))
+    step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
+    keyed = [(t, op) for t in job.all_tasks for op in t.operators if hasattr(op, "watermark_processor")]
+    stalled = [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.watermark_processor.stalled)
+               for t, op in keyed if op.watermark_processor.stalled]
+    completed = job.coordinator.completed
+    channel_state = sum(len(s.channel_state) for c in completed for s in c.task_snapshots)
+    final = []
+    for task in job.tasks:
+        for op in task.operators:
+            manager = getattr(getattr(op, "operator", None), "time_service_manager", None)
+            due = 0
+            if manager is not None:
+                wm = op.watermark_processor.max_input_watermark
+                due = sum(1 for service in manager.services.values()
+                          for timer in [service.event_time_timers_queue.peek()] if timer is not None and timer[0] <= wm)
+            final.append((f"{op.name}[{task.vertex_subtask}]", op.kind, op.last_watermark, due))
+    metrics = {
+        "watermark_lags": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.max_lag) for t, op in keyed if op.max_lag],
+        "timer_delays": list(job.timer_delays),
+        "stranded": sum(t.stranded for t in job.all_tasks)
+        + sum(len(q) for t in job.tasks for q in t.inputs),
+        "final": final,
+        "layout": job.layout(),
+        "chains": [c.name for c in job.graph.chains],
+    }
+    return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
+                            job.events, interrupted_seen, applied, stalled, channel_state,
+                            late_records=sum(t.late_records for t in job.all_tasks),
+                            side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics)

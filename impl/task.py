@@ -89,12 +89,22 @@ class StatusWatermarkValve:
 
 
 class MailboxWatermarkProcessor:
-    """Flink's ``MailboxWatermarkProcessor`` (FLIP-443)."""
+    """Flink's ``MailboxWatermarkProcessor`` (FLIP-443).
 
-    def __init__(self, operator: KeyedProcessOperator, executor: MailboxExecutor, emit_watermark: Callable[[int], None]):
+    As Flink 2.3 ships it by default: on a completed advance it emits the maximum input watermark,
+    whether or not it was emitted before, and an interrupted advance emits nothing. Two
+    corrections, off by default: ``intermediate`` (Flink's fix of FLINK-40101) emits the watermark
+    the timers reached when an advance is interrupted, so that steady mail cannot freeze the
+    output watermark; ``only_increasing`` never emits a watermark at or below the last one (in a
+    chain A -> B, B otherwise emits the same watermark twice, see docs/findings.md)."""
+
+    def __init__(self, operator: KeyedProcessOperator, executor: MailboxExecutor, emit_watermark: Callable[[int], None],
+                 *, intermediate: bool = False, only_increasing: bool = False):
         self.operator, self.executor, self.emit_watermark = operator, executor, emit_watermark
         self.should_interrupt: Callable[[], bool] = executor.should_interrupt
+        self.intermediate, self.only_increasing = intermediate, only_increasing
         self.max_input_watermark = MIN_WATERMARK
+        self.last_emitted = MIN_WATERMARK
         self.progress_watermark_scheduled = False
         self.interruptions = 0
         self.stalled = 0  # interrupted advances that fired no timer (FLIP-443 forbids them)
@@ -103,14 +113,25 @@ class MailboxWatermarkProcessor:
         self.max_input_watermark = max(self.max_input_watermark, timestamp)
         self._emit_watermark_inside_mailbox()
 
+    def _emit(self, timestamp: int) -> None:
+        if self.only_increasing and timestamp <= self.last_emitted:
+            return
+        self.last_emitted = max(self.last_emitted, timestamp)
+        self.emit_watermark(timestamp)
+
     def _emit_watermark_inside_mailbox(self) -> None:
         manager = self.operator.time_service_manager
         fired_before = self.operator.timers_fired
         # Try to progress the watermark as far as we can.
         if manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt):
             # Timers all fired: the watermark may go downstream.
-            self.emit_watermark(self.max_input_watermark)
-        elif not self.progress_watermark_scheduled:
+            self._emit(self.max_input_watermark)
+            return
+        if self.intermediate:
+            reached = manager.get_reached_watermark()
+            if reached > self.last_emitted:
+                self._emit(reached)  # the progress made so far (FLINK-40101)
+        if not self.progress_watermark_scheduled:
             self.interruptions += 1
             self.stalled += self.operator.timers_fired == fired_before
             self.progress_watermark_scheduled = True
@@ -121,6 +142,10 @@ class MailboxWatermarkProcessor:
     def _continue(self) -> None:
         self.progress_watermark_scheduled = False
         self._emit_watermark_inside_mailbox()
+
+    def reached_watermark(self) -> int:
+        """Up to where every timer has fired (the watermark this operator could emit now)."""
+        return min(self.max_input_watermark, self.operator.time_service_manager.get_reached_watermark())
 
 
 @dataclass
@@ -134,6 +159,10 @@ class TaskSnapshot:
     channel_state: list = field(default_factory=list)  # (channel, element) captured by an unaligned checkpoint
     processing_time: int = 0  # the task's clock (input-driven processing time is part of the replayed input)
     lineage: list | None = field(default_factory=list)  # channels of the input consumed up to the snapshot, in order
+    # a task of a job graph: its chain, its index in the chain's subtasks, the ids of its input channels
+    vertex: str | None = None
+    vertex_subtask: int = 0
+    channels: list | None = None
 
 
 @dataclass
@@ -165,29 +194,21 @@ class TaskConfig:
 class OperatorTask:
     """One parallel subtask of the keyed operator (and its chained sink)."""
 
+    barrier_mail_options = MailOptions.DEFAULT  # how an unaligned barrier's mail is put
+
     RUNNING, ENDING, FINISHED, TERMINATED, FAILED = "RUNNING", "ENDING", "FINISHED", "TERMINATED", "FAILED"
 
     def __init__(self, name: str, subtask_index: int, parallelism: int, attempt: int, max_parallelism: int,
                  key_group_range: KeyGroupRange, function: KeyedProcessFunction, channels: int,
                  processing_time_service, external: ExternalSystem, config: TaskConfig,
                  acknowledge: Callable[[int, "TaskSnapshot"], None]):
-        self.name, self.subtask_index, self.attempt = name, subtask_index, attempt
-        self.config = config
-        self.acknowledge = acknowledge
-        self.key_group_range = key_group_range
-        self.mailbox = TaskMailbox()
-        self.processor = MailboxProcessor(self._process_input, self.mailbox)
-        self.executor = self.processor.get_main_mailbox_executor()
+        self._init_task(name, subtask_index, attempt, key_group_range, channels, processing_time_service,
+                        config, acknowledge)
         # The operator's own executor (priority 0, as the head of the chain in Flink): it never
         # sees deferrable mail, so an operator yielding inside a callback cannot run the
         # watermark continuation nested (FLINK-35528).
         self.operator_executor = self.processor.get_mailbox_executor(0)
-        self.inputs: list[deque] = [deque() for _ in range(channels)]
-        self.blocked: set[int] = set()
-        self.valve = StatusWatermarkValve(channels)
-        self.channels_ended = [False] * channels
         self.output_log: list[tuple] = []  # what left the operator: records, watermarks, EndOfData
-        self.processing_time_service = processing_time_service
         self.operator = KeyedProcessOperator(function, max_parallelism, key_group_range, processing_time_service,
                                              self._emit, subtask_index, parallelism, config.firing_budget,
                                              max_seconds_per_callback=config.callback_seconds,
@@ -196,6 +217,23 @@ class OperatorTask:
         self.operator.runtime_context.mailbox_executor = self.operator_executor
         self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.operator_executor, self._emit_watermark)
         self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
+
+    def _init_task(self, name: str, subtask_index: int, attempt: int, key_group_range: KeyGroupRange | None,
+                   channels: int, processing_time_service, config: TaskConfig,
+                   acknowledge: Callable[[int, "TaskSnapshot"], None]) -> None:
+        """The task's side of things whatever it runs: mailbox, input channels, valve, barriers."""
+        self.name, self.subtask_index, self.attempt = name, subtask_index, attempt
+        self.config = config
+        self.acknowledge = acknowledge
+        self.key_group_range = key_group_range
+        self.mailbox = TaskMailbox()
+        self.processor = MailboxProcessor(self._process_input, self.mailbox)
+        self.executor = self.processor.get_main_mailbox_executor()
+        self.inputs: list[deque] = [deque() for _ in range(channels)]
+        self.blocked: set[int] = set()
+        self.valve = StatusWatermarkValve(channels)
+        self.channels_ended = [False] * channels
+        self.processing_time_service = processing_time_service
         self.state = self.RUNNING
         self.pending_checkpoint: int | None = None
         self.barriers_seen: set[int] = set()
@@ -236,7 +274,7 @@ class OperatorTask:
             # a priority event, processed as mail (so it also interrupts a timer firing, FLIP-443).
             position = self.dequeued[channel] + len(self.inputs[channel])
             self.executor.execute(lambda: self._on_unaligned_barrier(channel, element.checkpoint_id, position),
-                                  f"unaligned barrier {element.checkpoint_id}")
+                                  f"unaligned barrier {element.checkpoint_id}", self.barrier_mail_options)
             return
         self.inputs[channel].append(element)
 
@@ -252,15 +290,19 @@ class OperatorTask:
     # -- input ------------------------------------------------------------------------------
     def _input_available(self) -> bool:
         if self.state == self.ENDING:
-            return not self.watermark_processor.progress_watermark_scheduled
+            return not self.firing_interrupted()
         if self.state != self.RUNNING:
             return False
         return any(q and i not in self.blocked for i, q in enumerate(self.inputs))
 
+    def firing_interrupted(self) -> bool:
+        """Whether an interrupted timer firing waits for its continuation mail."""
+        return self.watermark_processor.progress_watermark_scheduled
+
     def _process_input(self, controller) -> None:
         """The default action: process one input element (or finish the input)."""
         if self.state == self.ENDING:
-            if not self.watermark_processor.progress_watermark_scheduled:
+            if not self.firing_interrupted():
                 self._end_input()
             return
         if self.state != self.RUNNING:
@@ -280,7 +322,7 @@ class OperatorTask:
         if isinstance(element, StreamRecord):
             if element.timestamp <= self.valve.last_output:
                 self.late_records += 1  # at or below the watermark already processed: late (metric)
-            self.operator.process_element(element)
+            self._process_record(element)
         elif isinstance(element, Watermark):
             combined = self.valve.input_watermark(channel, element.timestamp)
             if combined is not None:
@@ -302,6 +344,9 @@ class OperatorTask:
                 self.state = self.ENDING
         else:
             raise TypeError(f"unknown input element {element!r}")
+
+    def _process_record(self, record: StreamRecord) -> None:
+        self.operator.process_element(record)
 
     def _next_channel(self) -> int | None:
         if self.forced is not None:
@@ -434,6 +479,7 @@ class OperatorTask:
             self.barriers_seen = set()
             self.aligning = False
             self.pending_snapshot = self._snapshot(checkpoint_id)
+            self._forward_barrier(checkpoint_id, unaligned=True)
             self.recording = {i: [] for i in range(len(self.inputs)) if not self.channels_ended[i]}
             self.recording_channels = set(self.recording)
         self.barrier_positions[channel] = position
@@ -458,8 +504,13 @@ class OperatorTask:
             self.barrier_positions.clear()
         else:
             snapshot = self._snapshot(checkpoint_id)
+            self._forward_barrier(checkpoint_id, unaligned=False)
         self.blocked.clear()
         self.acknowledge(checkpoint_id, snapshot)
+
+    def _forward_barrier(self, checkpoint_id: int, unaligned: bool) -> None:
+        """After the snapshot: the barrier goes on to the task's network outputs (none here: the
+        sink is chained)."""
 
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
         return TaskSnapshot(self.subtask_index, self.key_group_range,

@@ -594,6 +594,16 @@ class InternalTimeServiceManager:
                 return False
         return True
 
+    def get_reached_watermark(self) -> int:
+        """The largest time up to which every service fired all its event-time timers (at most
+        each service's watermark): what an interrupted advance may already emit (FLINK-40101)."""
+        reached = MAX_WATERMARK
+        for service in self.services.values():
+            head = service.event_time_timers_queue.peek()
+            at = service.current_watermark if head is None or head[0] > service.current_watermark else head[0] - 1
+            reached = min(reached, at)
+        return reached
+
     def snapshot_state_for_key_group(self, key_group: int) -> dict[str, InternalTimersSnapshot]:
         return {name: s.snapshot_timers_for_key_group(key_group) for name, s in self.services.items()}
 

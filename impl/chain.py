@@ -1,0 +1,430 @@
+"""A task running an operator chain (Flink's ``OperatorChain`` of ``StreamOperatorWrapper``s).
+
+The task's mailbox, input channels, watermark valve and barrier handling are those of
+:class:`~streamproof.impl.task.OperatorTask`; what differs is what an input element reaches:
+the chain's head, whose output calls the next operator directly (Flink's ``ChainingOutput``) or
+goes to other tasks (a network output). Each chained operator has its own mailbox executor of
+priority = its index in the chain, its own timer services and its own watermark processor.
+Barriers are forwarded downstream after the snapshot; an unaligned barrier arrives as urgent
+mail (FLIP-443), as Flink's priority events do. End of input runs head to tail, as
+``StreamOperatorWrapper.finish``: end input, flush processing-time timers (FLIP-269), finish,
+drain the operator's mail; then EndOfData leaves on every network output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from streamproof.impl.mailbox import MailOptions
+from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
+from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
+from streamproof.impl.task import (
+    CheckpointBarrier, EndOfData, FlushRecord, MailboxWatermarkProcessor, OperatorTask, TaskConfig, TaskSnapshot,
+)
+from streamproof.impl.timers import MIN_WATERMARK, TimerFiringBudgetExceeded
+
+WATERMARK_MODES = ("corrected", "flink-2.3")
+LAG_STEPS = 3  # job.watermark-liveness: mailbox steps an output watermark may trail what timers reached
+
+
+@dataclass(frozen=True)
+class Committable:
+    """What a sink writer hands its committer: records to commit under one id (idempotent)."""
+
+    committable_id: tuple
+    records: tuple
+
+
+class ChainedOperator:
+    """One operator of a chain: its outputs, its output log, and its part of the life cycle."""
+
+    kind = "operator"
+    interrupted = False  # an interrupted timer firing waits for its continuation
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask"):
+        self.name, self.chain_index, self.task = name, chain_index, task
+        self.outputs: list[Callable[[Any], None]] = []  # each takes a StreamRecord, a watermark (int) or EndOfData
+        self.log: list[tuple] = []  # ("record", value, ts, origin), ("watermark", ts), ("end_of_data",)
+        self.last_watermark = MIN_WATERMARK
+
+    # -- output --------------------------------------------------------------------------------
+    def emit(self, key: Any, value: Any, timestamp: int, origin: str = "element") -> None:
+        self.log.append(("record", value, timestamp, origin))
+        record = StreamRecord(key, value, timestamp)
+        for output in self.outputs:
+            output(record)
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self.log.append(("watermark", timestamp))
+        self.last_watermark = max(self.last_watermark, timestamp)
+        for output in self.outputs:
+            output(timestamp)
+
+    def emit_end(self) -> None:
+        if self.outputs:
+            self.log.append(("end_of_data",))
+
+    # -- input and life cycle (stateless pass-through by default) ------------------------------
+    def open(self) -> None:
+        pass
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.emit(record.key, record.value, record.timestamp)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.emit_watermark(timestamp)
+
+    def end_input_and_finish(self) -> None:
+        """``StreamOperatorWrapper.finish`` of this operator (drain): end input, finish."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        pass
+
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return None
+
+    def restore(self, states: list) -> None:
+        pass
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass
+
+    def pending(self) -> bool:
+        """Whether a checkpoint must still complete for this operator's output to be committed."""
+        return False
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def after_step(self) -> None:
+        pass
+
+
+class StatelessOperator(ChainedOperator):
+    """map / filter / flat_map: ``function(key, value)`` returns the ``(key, value)`` pairs to emit."""
+
+    kind = "stateless"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", function: Callable):
+        super().__init__(name, chain_index, task)
+        self.function = function
+
+    def process_element(self, record: StreamRecord) -> None:
+        for key, value in self.function(record.key, record.value):
+            self.emit(key, value, record.timestamp)
+
+
+class KeyedOperator(ChainedOperator):
+    """A keyed process function with its own timer services and watermark processor."""
+
+    kind = "keyed"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", function, max_parallelism: int,
+                 parallelism: int, watermark_mode: str):
+        super().__init__(name, chain_index, task)
+        config = task.config
+        self.operator = KeyedProcessOperator(
+            function, max_parallelism, task.key_group_range, task.processing_time_service, self._emit_value,
+            task.vertex_subtask, parallelism, config.firing_budget, emit_side=self._emit_side,
+            max_seconds_per_callback=config.callback_seconds, task_name=f"{name}", attempt_number=task.attempt)
+        self.executor = task.processor.get_mailbox_executor(chain_index)
+        self.operator.runtime_context.mailbox_executor = self.executor
+        corrected = watermark_mode == "corrected"
+        self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.executor, self.emit_watermark,
+                                                             intermediate=corrected, only_increasing=corrected)
+        self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
+        self.lag = self.max_lag = 0  # mailbox steps the output watermark trailed the reached one
+        self.dropped_after_horizon = 0
+        self.flush: FlushRecord | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.watermark_processor.progress_watermark_scheduled
+
+    def _emit_value(self, value: Any, timestamp: int | None) -> None:
+        domain = self.operator.context.time_domain
+        origin = {"event": "timer", "processing": "processing-timer"}.get(domain, "element")
+        self.emit(self.operator.key_context.current_key, value, MIN_WATERMARK if timestamp is None else timestamp,
+                  origin)
+
+    def _emit_side(self, tag: str, value: Any, timestamp: int | None) -> None:
+        self.task.side_outputs += 1
+        self._emit_value(("side-output", tag, value), timestamp)
+
+    def open(self) -> None:
+        self.operator.open()
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.operator.process_element(record)
+
+    def process_watermark(self, timestamp: int) -> None:
+        if self.interruptible:
+            self.watermark_processor.emit_watermark_inside_mailbox(timestamp)
+        else:  # AbstractStreamOperator.processWatermark: advance, then emit (Flink does not dedupe)
+            self.watermark_processor.max_input_watermark = max(self.watermark_processor.max_input_watermark, timestamp)
+            self.operator.time_service_manager.advance_watermark(timestamp)
+            self.watermark_processor.last_emitted = max(self.watermark_processor.last_emitted, timestamp)
+            self.emit_watermark(timestamp)
+
+    def end_input_and_finish(self) -> None:
+        task = self.task
+        if task.config.drain:
+            self.operator.end_input()
+            manager = self.operator.time_service_manager
+            start, clock = len(self.log), manager.processing_time_service.get_current_processing_time()
+            try:
+                results = manager.flush_processing_time_timers(task.config.firing_budget)
+                results.append(("operator", self.operator.processing_time_service.flush(task.config.firing_budget)))
+            except TimerFiringBudgetExceeded as error:
+                raise TimerFiringBudgetExceeded(f"operator {self.name}[{task.vertex_subtask}]: end-of-input flush "
+                                                f"of processing-time timers exceeded its budget: {error}") from error
+            self.dropped_after_horizon += sum(result.dropped_after_horizon for _, result in results)
+            self.flush = FlushRecord(start, len(self.log), clock, {name: r.horizon for name, r in results})
+        self.operator.finish()
+        while self.executor.try_yield():  # the operator's own mail runs before EndOfData
+            pass
+
+    def snapshot_state(self, checkpoint_id: int):
+        return self.operator.snapshot_state(self.task.config.snapshot_format)
+
+    def close(self) -> None:
+        self.operator.close()
+
+    def after_step(self) -> None:
+        """Liveness metric: how long the output watermark trails the one the timers reached."""
+        if not self.interruptible:
+            return
+        behind = self.watermark_processor.reached_watermark() > self.watermark_processor.last_emitted
+        self.lag = self.lag + 1 if behind else 0
+        self.max_lag = max(self.max_lag, self.lag)
+
+
+class SinkOperator(ChainedOperator):
+    """The two-phase-commit sink (transactions pre-committed by checkpoints, committed on completion)."""
+
+    kind = "sink"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", external: ExternalSystem):
+        super().__init__(name, chain_index, task)
+        self.sink = TwoPhaseCommitSink(name, task.vertex_subtask, external)
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.sink.invoke(record.value)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.last_watermark = max(self.last_watermark, timestamp)
+
+    def snapshot_state(self, checkpoint_id: int):
+        return self.sink.snapshot_state(checkpoint_id)
+
+    def restore(self, states: list) -> None:
+        self.sink.initialize_state(states)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.sink.notify_checkpoint_complete(checkpoint_id)
+
+    def pending(self) -> bool:
+        return bool(self.sink.pending or self.sink.current)
+
+    def abort(self) -> None:
+        self.sink.abort()
+
+
+class SinkWriter(ChainedOperator):
+    """Flink's ``SinkWriterOperator``: records are buffered; before each barrier
+    (``prepareSnapshotPreBarrier``) and at end of input the buffer leaves as one committable."""
+
+    kind = "writer"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask"):
+        super().__init__(name, chain_index, task)
+        self.buffer: list = []
+        self.sequence = 0
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.buffer.append(record.value)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.emit_watermark(timestamp)
+
+    def emit_committables(self) -> None:
+        if self.buffer:
+            self.sequence += 1
+            committable_id = (self.name, self.task.vertex_subtask, self.task.attempt, self.sequence)
+            self.emit(None, Committable(committable_id, tuple(self.buffer)), MIN_WATERMARK)
+            self.buffer = []
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.emit_committables()
+
+    def end_input_and_finish(self) -> None:
+        self.emit_committables()  # the final committables travel before EndOfData
+
+
+class SinkCommitter(ChainedOperator):
+    """Flink's ``CommitterOperator``: keeps committables in its state; commits those a completed
+    checkpoint holds (idempotently by id, so a restore may commit them again)."""
+
+    kind = "committer"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", external: ExternalSystem):
+        super().__init__(name, chain_index, task)
+        self.external = external
+        self.received: dict[tuple, tuple] = {}
+        self.in_checkpoint: dict[int, list[tuple]] = {}
+
+    def process_element(self, record: StreamRecord) -> None:
+        committable = record.value
+        if not isinstance(committable, Committable):
+            raise TypeError(f"committer {self.name} got {committable!r}, not a committable")
+        self.received[committable.committable_id] = committable.records
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.last_watermark = max(self.last_watermark, timestamp)
+
+    def snapshot_state(self, checkpoint_id: int):
+        self.in_checkpoint[checkpoint_id] = list(self.received)
+        return {"committables": dict(self.received)}
+
+    def restore(self, states: list) -> None:
+        for state in states:  # they belong to a completed checkpoint: commit them (again)
+            for committable_id, records in sorted(state["committables"].items()):
+                self.external.commit(committable_id, records)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for c in sorted(c for c in self.in_checkpoint if c <= checkpoint_id):
+            for committable_id in self.in_checkpoint.pop(c):
+                if committable_id in self.received:
+                    self.external.commit(committable_id, self.received.pop(committable_id))
+
+    def pending(self) -> bool:
+        return bool(self.received)
+
+    def abort(self) -> None:
+        self.received.clear()
+        self.in_checkpoint.clear()
+
+
+class ChainTask(OperatorTask):
+    """One subtask of a chain: its operators in chain order, fed by the head."""
+
+    barrier_mail_options = MailOptions.URGENT
+
+    def __init__(self, name: str, task_id: int, vertex_subtask: int, attempt: int, key_group_range,
+                 channels: list, processing_time_service, config: TaskConfig,
+                 acknowledge: Callable[[int, TaskSnapshot], None]):
+        self._init_task(name, task_id, attempt, key_group_range, len(channels), processing_time_service,
+                        config, acknowledge)
+        self.vertex_subtask = vertex_subtask
+        self.channel_ids = list(channels)  # (upstream operator, upstream subtask) per input channel
+        self.operators: list[ChainedOperator] = []
+        self.network_outputs: list[Callable[[Any], None]] = []
+        self.output_blocked: Callable[[], bool] = lambda: False  # set by the job (back-pressure)
+        self.steps = 0
+        self.stranded = 0  # metric: elements that reached this task after its EndOfData
+
+    @property
+    def head(self) -> ChainedOperator:
+        return self.operators[0]
+
+    @property
+    def output_log(self) -> list:  # the tail's output (what the one-stage task called its output)
+        return self.operators[-1].log
+
+    # -- running -----------------------------------------------------------------------------
+    def run_step(self) -> bool:
+        ran = super().run_step()
+        self.steps += 1
+        for op in self.operators:
+            op.after_step()
+        return ran
+
+    def receive(self, channel: int, element: Any) -> None:
+        if self.channels_ended[channel] and self.state in (self.FINISHED, self.TERMINATED):
+            self.stranded += 1  # after EndOfData: nothing will ever read it
+        super().receive(channel, element)
+
+    def _input_available(self) -> bool:
+        if self.state == self.RUNNING and self.output_blocked():
+            return False
+        return super()._input_available()
+
+    def firing_interrupted(self) -> bool:
+        return any(op.interrupted for op in self.operators)
+
+    def _process_record(self, record: StreamRecord) -> None:
+        self.head.process_element(record)
+
+    def _process_watermark(self, timestamp: int) -> None:
+        self.head.process_watermark(timestamp)
+
+    def _note_end_of_time(self, watermark: int) -> None:
+        pass
+
+    def timers_fired_before_end_of_input(self) -> int:
+        return 0
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def restore_operators(self, keyed: list, states: dict[str, list]) -> None:
+        for op in self.operators:
+            if isinstance(op, KeyedOperator):
+                op.operator.initialize_state(keyed)
+            else:
+                op.restore(states.get(op.name, []))
+
+    def open(self) -> None:
+        for op in reversed(self.operators):  # tail first, as Flink opens a chain
+            op.open()
+
+    def _end_input(self) -> None:
+        """Head to tail: each operator ends its input and finishes (its output reaching the next
+        one), then EndOfData leaves on every network output and the task waits for its final
+        checkpoint (FLIP-147)."""
+        for op in self.operators:
+            if self.config.drain:
+                op.end_input_and_finish()
+            elif isinstance(op, KeyedOperator):
+                op.operator.finish()
+            op.emit_end()
+        for output in self.network_outputs:
+            output(EndOfData())
+        self.state = self.FINISHED
+        if self.on_finished is not None:
+            self.on_finished(self)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        if self.state not in (self.FINISHED, self.TERMINATED):
+            for op in self.operators:  # a finished operator is not asked again (FLIP-147)
+                op.prepare_snapshot_pre_barrier(checkpoint_id)
+        keyed = next((op.snapshot_state(checkpoint_id) for op in self.operators if isinstance(op, KeyedOperator)), None)
+        states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators if not isinstance(op, KeyedOperator)}
+        return TaskSnapshot(self.subtask_index, self.key_group_range, keyed, states,
+                            processing_time=self.processing_time_service.get_current_processing_time(),
+                            lineage=None, vertex=self.name, vertex_subtask=self.vertex_subtask,
+                            channels=self.channel_ids)
+
+    def _forward_barrier(self, checkpoint_id: int, unaligned: bool) -> None:
+        for output in self.network_outputs:
+            output(CheckpointBarrier(checkpoint_id))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, terminate: bool = False) -> None:
+        def notify() -> None:
+            for op in self.operators:
+                op.notify_checkpoint_complete(checkpoint_id)
+            if terminate or (self.state == self.FINISHED and not any(op.pending() for op in self.operators)):
+                for op in self.operators:
+                    op.close()
+                self.state = self.TERMINATED
+        self.executor.execute(notify, f"notifyCheckpointComplete {checkpoint_id}")
+
+    def fail(self) -> None:
+        self.state = self.FAILED
+        for op in self.operators:
+            op.abort()
+        self.mailbox.quiesce()
+        self.mailbox.close()

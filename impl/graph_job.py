@@ -1,0 +1,315 @@
+"""A job running a :class:`~streamproof.impl.graph.JobGraph`: sources, chain tasks joined by forward
+and keyed channels, the checkpoint coordinator of :mod:`streamproof.impl.job`, failover and
+per-stage rescaling.
+
+Channels: a task has one input channel per (upstream operator, upstream subtask) feeding it, a
+forward edge one, a keyed edge one per upstream subtask. Records go by key group (keyed) or to
+the same subtask index (forward); watermarks, barriers and EndOfData go to every task the sender
+feeds. Failover restarts every task from the latest completed checkpoint (with keyed exchanges
+the pipelined region is the whole job); a rescale changes one chain's parallelism and that of the
+chains tied to it by forward edges. After a rescale, in-flight records of unaligned checkpoints
+are routed again and their watermarks are dropped (the next watermark supersedes them).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from streamproof.impl.chain import (
+    ChainTask, KeyedOperator, SinkCommitter, SinkOperator, SinkWriter, StatelessOperator, WATERMARK_MODES,
+)
+from streamproof.impl.graph import JobGraph
+from streamproof.impl.job import CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, SourceTask
+from streamproof.impl.keygroups import (
+    assign_to_key_group, compute_key_group_range_for_operator_index, compute_operator_index_for_key_group,
+)
+from streamproof.impl.operators import StreamRecord
+from streamproof.impl.sink import ExternalSystem
+from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.timers import ManualProcessingTimeService
+
+
+@dataclass
+class GraphJobSpec:
+    """What to run: the graph, per source subtask its elements, a factory per function name."""
+
+    graph: JobGraph
+    sources: list[list]
+    functions: dict[str, Callable]  # keyed: () -> KeyedProcessFunction; stateless: (key, value) -> pairs
+    max_parallelism: int = 16
+    checkpoint_interval: int = 20
+    config: TaskConfig = field(default_factory=TaskConfig)
+    channel_capacity: int = 4
+    async_mail_rate: float = 0.3
+    watermark_mode: str = "corrected"  # or "flink-2.3": the watermark processor as Flink 2.3 ships it
+    processing_time: str = "steps"
+
+    def __post_init__(self) -> None:
+        if self.watermark_mode not in WATERMARK_MODES:
+            raise ValueError(f"watermark_mode must be one of {', '.join(WATERMARK_MODES)}, got {self.watermark_mode!r}")
+        if len(self.sources) != self.graph.source.parallelism:
+            raise ValueError(f"{len(self.sources)} source inputs for a source of parallelism {self.graph.source.parallelism}")
+
+
+class GraphSourceTask(SourceTask):
+    """A source subtask writing to every edge of the graph's source operator."""
+
+    def is_runnable(self) -> bool:
+        if self.ended or self.exhausted:
+            return False
+        if self.offset < len(self.elements) and isinstance(self.elements[self.offset], StreamRecord):
+            return self.job.has_capacity(self.job.graph.source.name, self.index, self.elements[self.offset])
+        return True
+
+    def emit_next(self) -> None:
+        if self.offset < len(self.elements):
+            element = self.elements[self.offset]
+            self.offset += 1
+            self.job.write(self.job.graph.source.name, self.index, element)
+            return
+        super().emit_next()  # end of input: MAX_WATERMARK and EndOfData through broadcast()
+
+
+class GraphJob:
+    """A running job graph: its current attempt's tasks, channels, clock and coordinator."""
+
+    def __init__(self, spec: GraphJobSpec, external: ExternalSystem | None = None, rng: random.Random | None = None):
+        self.spec = spec
+        self.graph = spec.graph
+        self.rng = rng or random.Random(0)
+        self.external = external or ExternalSystem()
+        self.now = 0
+        self.attempt = 0
+        self.events: list[tuple] = []
+        self.output_logs: list[tuple[int, str, list]] = []  # (attempt, "operator[subtask]", output log)
+        self.all_tasks: list[ChainTask] = []
+        self.timer_delays: list[int] = []  # mailbox steps between a processing timer's mail and its run
+        self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
+        self.failovers = 0
+        self._deploy(None)
+
+    # -- channels ----------------------------------------------------------------------------
+    def layout(self) -> tuple:
+        return tuple((chain.name, chain.parallelism) for chain in self.graph.chains)
+
+    def parallelism_of(self, operator: str) -> int:
+        return self.graph.by_name[operator].parallelism
+
+    def _targets(self, edge, sender: int, element: Any) -> list[ChainTask]:
+        chain = self.graph.chain_of[edge.target]
+        if edge.partitioning == "forward":
+            return [self.task_of[(chain, sender)]]
+        p = self.parallelism_of(edge.target)
+        if isinstance(element, StreamRecord):
+            key_group = assign_to_key_group(element.key, self.spec.max_parallelism)
+            return [self.task_of[(chain, compute_operator_index_for_key_group(self.spec.max_parallelism, p, key_group))]]
+        return [self.task_of[(chain, i)] for i in range(p)]
+
+    def write(self, operator: str, sender: int, element: Any, edges=None) -> None:
+        """``operator``'s subtask ``sender`` writes an element to its network outputs."""
+        for edge in edges if edges is not None else self.graph.outputs(operator):
+            for task in self._targets(edge, sender, element):
+                task.receive(task.channel_index[(operator, sender)], element)
+
+    def broadcast(self, source: int, element: Any) -> None:
+        self.write(self.graph.source.name, source, element)
+
+    def has_capacity(self, operator: str, sender: int, record: StreamRecord) -> bool:
+        return all(self._queued(task, (operator, sender)) < self.spec.channel_capacity
+                   for edge in self.graph.outputs(operator) for task in self._targets(edge, sender, record))
+
+    @staticmethod
+    def _queued(task: ChainTask, channel: tuple) -> int:
+        return sum(isinstance(e, StreamRecord) for e in task.inputs[task.channel_index[channel]])
+
+    def _output_blocked(self, task: ChainTask, network: list):
+        """Back-pressure: a task stops reading input while a channel it writes to is full."""
+        def blocked() -> bool:
+            return any(self._queued(target, (edge.source, task.vertex_subtask)) >= self.spec.channel_capacity
+                       for edge in network for target in self._targets(edge, task.vertex_subtask, None))
+        return blocked
+
+    # -- deployment ------------------------------------------------------------------------------
+    def _channels(self, head: str, subtask: int) -> list[tuple]:
+        channels = []
+        for edge in self.graph.inputs(head):
+            senders = [subtask] if edge.partitioning == "forward" else range(self.parallelism_of(edge.source))
+            channels += [(edge.source, u) for u in senders]
+        return channels
+
+    def _deploy(self, checkpoint: CompletedCheckpoint | None) -> None:
+        spec, graph = self.spec, self.graph
+        offsets = checkpoint.source_offsets if checkpoint else [0] * len(spec.sources)
+        self.sources = [GraphSourceTask(i, elements, offsets[i], self) for i, elements in enumerate(spec.sources)]
+        self.clock = ManualProcessingTimeService(start=self.now)
+        self.tasks: list[ChainTask] = []
+        self.task_of: dict[tuple, ChainTask] = {}
+        for chain in graph.chains:
+            if graph.by_name[chain.head].kind == "source":
+                continue
+            for s in range(chain.parallelism):
+                self._create_task(chain, s)
+        for task in self.tasks:
+            self._wire(task)
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        for task in self.tasks:
+            task.open()
+
+    def _create_task(self, chain, s: int) -> ChainTask:
+        spec, task_id = self.spec, len(self.tasks)
+        kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, chain.parallelism, s)
+        channels = self._channels(chain.head, s)
+        task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(self.clock, self, task_id),
+                         spec.config, self._acknowledger(self.attempt))
+        task.channel_index = {c: i for i, c in enumerate(channels)}
+        for index, name in enumerate(chain.operators):
+            task.operators.append(self._operator(name, index, task))
+        task.on_finished = self.coordinator.task_finished
+        for op in task.operators:
+            if isinstance(op, KeyedOperator):
+                op.watermark_processor.should_interrupt = self._interrupt_check(task, op)
+            self.output_logs.append((self.attempt, f"{op.name}[{s}]", op.log))
+        self.tasks.append(task)
+        self.all_tasks.append(task)
+        self.task_of[(chain.name, s)] = task
+        return task
+
+    def _operator(self, name: str, index: int, task: ChainTask):
+        node, spec = self.graph.by_name[name], self.spec
+        if node.kind == "keyed_process":
+            return KeyedOperator(name, index, task, spec.functions[node.function](), spec.max_parallelism,
+                                 node.parallelism, spec.watermark_mode)
+        if node.kind in ("map", "filter", "flat_map"):
+            return StatelessOperator(name, index, task, spec.functions[node.function])
+        if node.kind == "sink":
+            return SinkOperator(name, index, task, self.external)
+        if node.kind == "sink_writer":
+            return SinkWriter(name, index, task)
+        return SinkCommitter(name, index, task, self.external)
+
+    def _wire(self, task: ChainTask) -> None:
+        ops = {op.name: op for op in task.operators}
+        network = []
+        for op in task.operators:
+            for edge in self.graph.outputs(op.name):
+                if self.graph.is_chained(edge):
+                    op.outputs.append(_chained(ops[edge.target]))
+                else:
+                    network.append(edge)
+                    output = _network(self, op.name, task.vertex_subtask, edge)
+                    op.outputs.append(output)
+                    task.network_outputs.append(output)
+        task.output_blocked = self._output_blocked(task, network)
+
+    def _restore(self, checkpoint: CompletedCheckpoint) -> None:
+        """Keyed state by key group; other operator state by old subtask modulo the new
+        parallelism (nothing dropped); then the in-flight data of unaligned checkpoints."""
+        for chain in self.graph.chains:
+            snapshots = [snap for snap in checkpoint.task_snapshots if snap.vertex == chain.name]
+            for s in range(chain.parallelism if snapshots else 0):
+                task = self.task_of[(chain.name, s)]
+                keyed = [snap.operator for snap in snapshots if snap.operator is not None
+                         and snap.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
+                states: dict[str, list] = {}
+                for snap in snapshots:
+                    if snap.vertex_subtask % chain.parallelism == s:
+                        for name, state in snap.sink.items():
+                            if state is not None:
+                                states.setdefault(name, []).append(state)
+                task.restore_operators(keyed, states)
+        same_layout = checkpoint.parallelism == self.layout()
+        for snapshot in checkpoint.task_snapshots:
+            self._replay_channel_state(snapshot, same_layout)
+
+    def _replay_channel_state(self, snapshot, same_layout: bool) -> None:
+        """In-flight data of an unaligned checkpoint is delivered before anything sent later: on
+        its own channel when nothing was rescaled, else records routed again (watermarks dropped:
+        the next one supersedes them)."""
+        chain = next(c for c in self.graph.chains if c.name == snapshot.vertex)
+        for channel, element in snapshot.channel_state:
+            sender, u = snapshot.channels[channel]
+            if same_layout:
+                task = self.task_of[(chain.name, snapshot.vertex_subtask)]
+                task.receive(task.channel_index[(sender, u)], element)
+                continue
+            if not isinstance(element, StreamRecord):
+                continue
+            edge = next(e for e in self.graph.inputs(chain.head) if e.source == sender)
+            now = snapshot.vertex_subtask % chain.parallelism if edge.partitioning == "forward" \
+                else u % self.parallelism_of(sender)
+            for task in self._targets(edge, now, element):
+                task.receive(task.channel_index[(sender, now)], element)
+
+    def _interrupt_check(self, task: ChainTask, op: KeyedOperator):
+        """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail
+        may land in the mailbox before the operator asks whether to interrupt."""
+        def should_interrupt() -> bool:
+            if self.rng.random() < self.spec.async_mail_rate:
+                task.executor.execute(lambda: None, "rpc")
+            return op.executor.should_interrupt()
+        return should_interrupt
+
+    def _acknowledger(self, attempt: int):
+        return lambda checkpoint_id, snapshot: self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)
+
+    # -- failover --------------------------------------------------------------------------------
+    def failover(self, failed_subtask: int, reason: str, new_parallelism: int | None = None,
+                 operator: str | None = None) -> None:
+        """Restarts every task from the latest completed checkpoint; a rescale changes the
+        parallelism of ``operator``'s chain (and its forward group), or of every chain."""
+        for task in self.tasks:
+            task.fail()
+        self.coordinator.abort_pending()
+        self.coordinator.stop_savepoint = None
+        self.failovers += 1
+        self.attempt += 1
+        if new_parallelism is not None:
+            chains = self.graph.forward_group(self.graph.chain_of[operator]) if operator else \
+                {c.name for c in self.graph.chains if self.graph.by_name[c.head].kind != "source"}
+            self.graph = self.graph.with_parallelism(chains, new_parallelism)
+        latest = self.coordinator.latest()
+        self.events.append(("failover", reason, failed_subtask, latest.checkpoint_id if latest else None,
+                            self.layout()))
+        self._deploy(latest)
+
+    @property
+    def done(self) -> bool:
+        return all(t.state == t.TERMINATED for t in self.tasks)
+
+    def advance_clock(self, now: int) -> None:
+        self.now = now
+        self.clock.advance_to(now)
+
+
+def _chained(target):
+    """Flink's ``ChainingOutput``: the next operator is called directly."""
+    def output(element: Any) -> None:
+        if isinstance(element, StreamRecord):
+            target.process_element(element)
+        elif isinstance(element, int):
+            target.process_watermark(element)
+    return output
+
+
+def _network(job: GraphJob, operator: str, subtask: int, edge):
+    """A record writer: the element goes to the tasks of ``edge``'s target."""
+    def output(element: Any) -> None:
+        if isinstance(element, int):
+            element = Watermark(element)
+        job.write(operator, subtask, element, [edge])
+    return output
+
+
+class _TimedMailboxTimers(MailboxTimers):
+    """Processing-time timers as mail, measuring how many mailbox steps each mail waited."""
+
+    def mail(self, task, callback, timestamp: int):
+        put_at = task.steps
+
+        def run() -> None:
+            self.job.timer_delays.append(task.steps - put_at)
+            callback(timestamp)
+        return run
