@@ -264,6 +264,9 @@ class SinkWriter(ChainedOperator):
     def end_input_and_finish(self) -> None:
         self.emit_committables()  # the final committables travel before EndOfData
 
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass  # its committables left before the checkpoint's barrier; the committer commits them
+
 
 class SinkCommitter(ChainedOperator):
     """Flink's ``CommitterOperator``: keeps committables in its state; commits those a completed
@@ -320,6 +323,7 @@ class ChainTask(OperatorTask):
         self._init_task(name, task_id, attempt, key_group_range, len(channels), processing_time_service,
                         config, acknowledge)
         self.vertex_subtask = vertex_subtask
+        self.vertex_parallelism = 1  # set by the job
         self.channel_ids = list(channels)  # (upstream operator, upstream subtask) per input channel
         self.operators: list[ChainedOperator] = []
         self.network_outputs: list[Callable[[Any], None]] = []
@@ -369,12 +373,17 @@ class ChainTask(OperatorTask):
         return 0
 
     # -- life cycle ------------------------------------------------------------------------------
-    def restore_operators(self, keyed: list, states: dict[str, list]) -> None:
+    def restore_operators(self, snapshots: list[TaskSnapshot]) -> None:
+        """Each operator from its own state in the chain's old snapshots: keyed state from those
+        whose key groups overlap this task's, other state from old subtask modulo the parallelism."""
         for op in self.operators:
             if isinstance(op, KeyedOperator):
-                op.operator.initialize_state(keyed)
+                op.operator.initialize_state([
+                    snap.sink[op.name] for snap in snapshots if op.name in snap.sink
+                    and snap.key_group_range.get_intersection(self.key_group_range).get_number_of_key_groups()])
             else:
-                op.restore(states.get(op.name, []))
+                op.restore([snap.sink[op.name] for snap in snapshots if snap.sink.get(op.name) is not None
+                            and snap.vertex_subtask % self.vertex_parallelism == self.vertex_subtask])
 
     def open(self) -> None:
         for op in reversed(self.operators):  # tail first, as Flink opens a chain
@@ -401,9 +410,8 @@ class ChainTask(OperatorTask):
         if self.state not in (self.FINISHED, self.TERMINATED):
             for op in self.operators:  # a finished operator is not asked again (FLIP-147)
                 op.prepare_snapshot_pre_barrier(checkpoint_id)
-        keyed = next((op.snapshot_state(checkpoint_id) for op in self.operators if isinstance(op, KeyedOperator)), None)
-        states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators if not isinstance(op, KeyedOperator)}
-        return TaskSnapshot(self.subtask_index, self.key_group_range, keyed, states,
+        states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators}
+        return TaskSnapshot(self.subtask_index, self.key_group_range, None, states,
                             processing_time=self.processing_time_service.get_current_processing_time(),
                             lineage=None, vertex=self.name, vertex_subtask=self.vertex_subtask,
                             channels=self.channel_ids)

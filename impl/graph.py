@@ -2,7 +2,8 @@
 
 Operator kinds: ``source`` (exactly one; its subtasks read the scenario's inputs),
 ``keyed_process`` (a :class:`~streamproof.impl.operators.KeyedProcessFunction`; every input edge
-keyed), ``map``/``filter``/``flat_map`` (stateless), ``sink`` (the two-phase-commit sink),
+keyed, or forward from another keyed_process, as ``DataStreamUtils.reinterpretAsKeyedStream``:
+records keep the key they were emitted under), ``map``/``filter``/``flat_map`` (stateless), ``sink`` (the two-phase-commit sink),
 ``sink_writer`` and ``sink_committer`` (Flink's SinkV2 split: the writer sends committables to the
 committer, which commits them when the checkpoint holding them completes). An operator with no
 outgoing edge must be a sink or a committer.
@@ -149,9 +150,10 @@ class JobGraph:
                 raise GraphError(f"edge {edge.source}->{edge.target}: a source has no input")
             if up.kind in TERMINAL:
                 raise GraphError(f"edge {edge.source}->{edge.target}: a {up.kind} has no output")
-            if down.kind == "keyed_process" and edge.partitioning != "keyed":
+            if down.kind == "keyed_process" and edge.partitioning != "keyed" and up.kind != "keyed_process":
                 raise GraphError(f"edge {edge.source}->{edge.target}: a keyed_process operator reads a keyed stream "
-                                 f"(partitioning 'keyed')")
+                                 f"(partitioning 'keyed', or forward from a keyed_process: "
+                                 f"reinterpretAsKeyedStream)")
             if (down.kind == "sink_committer") != (up.kind == "sink_writer"):
                 raise GraphError(f"edge {edge.source}->{edge.target}: a sink_writer feeds exactly its sink_committer")
         if len({(e.source, e.target) for e in self.edges}) != len(self.edges):

@@ -86,6 +86,7 @@ class GraphJob:
         self.output_logs: list[tuple[int, str, list]] = []  # (attempt, "operator[subtask]", output log)
         self.all_tasks: list[ChainTask] = []
         self.timer_delays: list[int] = []  # mailbox steps between a processing timer's mail and its run
+        self.timer_mail_waiting: dict = {}  # timer mail not run yet -> (task, its step count when put)
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
         self._deploy(None)
@@ -103,9 +104,12 @@ class GraphJob:
             return [self.task_of[(chain, sender)]]
         p = self.parallelism_of(edge.target)
         if isinstance(element, StreamRecord):
-            key_group = assign_to_key_group(element.key, self.spec.max_parallelism)
-            return [self.task_of[(chain, compute_operator_index_for_key_group(self.spec.max_parallelism, p, key_group))]]
+            return [self.task_of[(chain, self._owner(element, p))]]
         return [self.task_of[(chain, i)] for i in range(p)]
+
+    def _owner(self, record: StreamRecord, parallelism: int) -> int:
+        key_group = assign_to_key_group(record.key, self.spec.max_parallelism)
+        return compute_operator_index_for_key_group(self.spec.max_parallelism, parallelism, key_group)
 
     def write(self, operator: str, sender: int, element: Any, edges=None) -> None:
         """``operator``'s subtask ``sender`` writes an element to its network outputs."""
@@ -165,6 +169,7 @@ class GraphJob:
         task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(self.clock, self, task_id),
                          spec.config, self._acknowledger(self.attempt))
         task.channel_index = {c: i for i, c in enumerate(channels)}
+        task.vertex_parallelism = chain.parallelism
         for index, name in enumerate(chain.operators):
             task.operators.append(self._operator(name, index, task))
         task.on_finished = self.coordinator.task_finished
@@ -210,16 +215,7 @@ class GraphJob:
         for chain in self.graph.chains:
             snapshots = [snap for snap in checkpoint.task_snapshots if snap.vertex == chain.name]
             for s in range(chain.parallelism if snapshots else 0):
-                task = self.task_of[(chain.name, s)]
-                keyed = [snap.operator for snap in snapshots if snap.operator is not None
-                         and snap.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
-                states: dict[str, list] = {}
-                for snap in snapshots:
-                    if snap.vertex_subtask % chain.parallelism == s:
-                        for name, state in snap.sink.items():
-                            if state is not None:
-                                states.setdefault(name, []).append(state)
-                task.restore_operators(keyed, states)
+                self.task_of[(chain.name, s)].restore_operators(snapshots)
         same_layout = checkpoint.parallelism == self.layout()
         for snapshot in checkpoint.task_snapshots:
             self._replay_channel_state(snapshot, same_layout)
@@ -238,6 +234,11 @@ class GraphJob:
             if not isinstance(element, StreamRecord):
                 continue
             edge = next(e for e in self.graph.inputs(chain.head) if e.source == sender)
+            if edge.partitioning == "forward" and self.graph.by_name[chain.head].kind == "keyed_process":
+                index = self._owner(element, chain.parallelism)  # a keyed stream read as such: by key group
+                task = self.task_of[(chain.name, index)]
+                task.receive(task.channel_index[(sender, index)], element)
+                continue
             now = snapshot.vertex_subtask % chain.parallelism if edge.partitioning == "forward" \
                 else u % self.parallelism_of(sender)
             for task in self._targets(edge, now, element):
@@ -275,6 +276,12 @@ class GraphJob:
                             self.layout()))
         self._deploy(latest)
 
+    def timer_mail_delays(self) -> list[int]:
+        """How long each processing-time timer's mail waited: run, or never run by a task that did
+        not fail (a failed task's mail is dropped with it)."""
+        return self.timer_delays + [task.steps - put_at for task, put_at in self.timer_mail_waiting.values()
+                                    if task.state != task.FAILED]
+
     @property
     def done(self) -> bool:
         return all(t.state == t.TERMINATED for t in self.tasks)
@@ -307,9 +314,12 @@ class _TimedMailboxTimers(MailboxTimers):
     """Processing-time timers as mail, measuring how many mailbox steps each mail waited."""
 
     def mail(self, task, callback, timestamp: int):
-        put_at = task.steps
+        waiting = self.job.timer_mail_waiting
+        token = object()
+        waiting[token] = (task, task.steps)
 
         def run() -> None:
+            _, put_at = waiting.pop(token)
             self.job.timer_delays.append(task.steps - put_at)
             callback(timestamp)
         return run

@@ -162,7 +162,7 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
             final.append((f"{op.name}[{task.vertex_subtask}]", op.kind, op.last_watermark, due))
     metrics = {
         "watermark_lags": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.max_lag) for t, op in keyed if op.max_lag],
-        "timer_delays": list(job.timer_delays),
+        "timer_delays": job.timer_mail_delays(),
         "stranded": sum(t.stranded for t in job.all_tasks)
         + sum(len(q) for t in job.tasks for q in t.inputs),
         "final": final,

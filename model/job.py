@@ -72,3 +72,68 @@ REFERENCES = {"window_sum": window_sum, "yielding_window_sum": window_sum, "time
 def reference_output(operator: str, sources: list[list[tuple]], drain: bool) -> Counter:
     """The committed output of the failure-free run, as a multiset."""
     return REFERENCES[operator](sources, drain)
+
+
+# -- job graphs ----------------------------------------------------------------------------------
+def number(value) -> int:
+    """The number a record carries: itself, or the last field of a tuple (recursively)."""
+    while isinstance(value, (tuple, list)):
+        value = value[-1] if value else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _windows(records: list[tuple], limit: float, size: int = 10) -> list[tuple]:
+    sums: dict = {}
+    for key, value, ts in records:
+        end = (ts // size + 1) * size - 1
+        sums[(key, end)] = sums.get((key, end), 0) + number(value)
+    return [(key, (key, end, total), end) for (key, end), total in sums.items() if end <= limit]
+
+
+def _timer_chains(records: list[tuple], limit: float) -> list[tuple]:
+    fired = timer_chain([[("record", key, value, ts) for key, value, ts in records]], True)
+    return [(key, (key, at, left), at) for (key, at, left), n in fired.items() for _ in range(n) if at <= limit]
+
+
+def _buffered(records: list[tuple], limit: float) -> list[tuple]:
+    return [(key, (key, ts, number(value)), None) for key, value, ts in records]
+
+
+KEYED = {"window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
+         "timer_chain": _timer_chains, "processing_buffer": _buffered}
+STATELESS = {
+    "identity": lambda key, value: [(key, value)],
+    "last": lambda key, value: [(key, number(value))],
+    "double": lambda key, value: [(key, 2 * number(value))],
+    "even": lambda key, value: [(key, value)] if number(value) % 2 == 0 else [],
+    "twice": lambda key, value: [(key, value), (key, value)],
+    "rekey": lambda key, value: [(f"{key}{number(value) % 3}", number(value))],
+}
+
+
+def graph_reference(graph: dict, sources: list[list[tuple]], drain: bool) -> Counter:
+    """What a job graph commits: each operator's output is a function of the multiset of its
+    inputs (the union of its input edges); sinks and committers commit what reaches them. With
+    correct watermarks, timer output never depends on arrival order, so no schedule matters."""
+    ops = {op["name"]: op for op in graph["operators"]}
+    edges = [(e["from"], e["to"]) for e in graph["edges"]]
+    limit = final_watermark(sources, drain)
+    streams: dict[str, list[tuple]] = {}
+    committed: Counter = Counter()
+    done: set[str] = set()
+    while len(done) < len(ops):
+        name = next(n for n in ops if n not in done and all(a in done for a, b in edges if b == n))
+        op, inputs = ops[name], [r for a, b in edges if b == name for r in streams[a]]
+        if op["kind"] == "source":
+            streams[name] = [tuple(e[1:]) for source in sources for e in source if e[0] == "record"]
+        elif op["kind"] == "keyed_process":
+            streams[name] = KEYED[op["function"]](inputs, limit)
+        elif op["kind"] in ("map", "filter", "flat_map"):
+            streams[name] = [(k, v, ts) for key, value, ts in inputs for k, v in STATELESS[op["function"]](key, value)]
+        elif op["kind"] == "sink_writer":
+            streams[name] = inputs
+        else:  # sink, sink_committer
+            committed.update(value for _, value, _ in inputs)
+            streams[name] = []
+        done.add(name)
+    return committed

@@ -67,10 +67,34 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
             if scenario is None and steps:
                 scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name)
             invariant = e.invariant if isinstance(e, Violation) else f"crash: {type(e).__name__}"
+            if shrink and scenario is not None and isinstance(e, Violation) and prop.machine is None:
+                scenario = reduce_scenario(prop, scenario, e.invariant)
             return Exploration(prop.name, False, tally["examples"], tally["steps"],
                                time.perf_counter() - started, dict(reach), invariant,
                                _one_line(e), scenario)
     return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
+
+
+def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0) -> sc.Scenario:
+    """After Hypothesis' shrinking, drops steps one at a time (last first) while the property still
+    fails with the same invariant: scenarios whose outcome hangs on a seeded schedule shrink badly
+    by value, but often lose most of their steps. Stops after ``seconds``."""
+    from dataclasses import replace
+
+    deadline = time.perf_counter() + seconds
+    steps = list(scenario.steps)
+    index = len(steps) - 1
+    while index >= 0 and time.perf_counter() < deadline:
+        candidate = replace(scenario, steps=tuple(steps[:index] + steps[index + 1:]))
+        try:
+            verdict = prop.check(sc.load_scenario(sc.dump_scenario(candidate)))
+            still = not verdict.holds and verdict.invariant == invariant
+        except Exception:  # noqa: BLE001 - an invalid or crashing candidate is not a reduction
+            still = False
+        if still:
+            steps = list(candidate.steps)
+        index -= 1
+    return replace(scenario, steps=tuple(steps))
 
 
 def _strategy_test(prop: Property, tally: dict, test_settings: settings):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from streamproof.impl import task as task_module
-from streamproof.impl.mailbox import MailOptions
+from streamproof.impl.chain import SinkWriter
+from streamproof.impl.mailbox import MailOptions, TaskMailbox
 from streamproof.impl.sink import TwoPhaseCommitSink
 from streamproof.impl.task import MailboxWatermarkProcessor, OperatorTask
 from streamproof.impl.timers import InternalTimerService
@@ -27,7 +28,8 @@ def finish_drops_deferrable():
             for mail in self.mailbox.drain():
                 if mail.options is not MailOptions.DEFERRABLE:
                     self.mailbox.put(mail)
-            self.watermark_processor.progress_watermark_scheduled = False
+            for processor in _watermark_processors(self):
+                processor.progress_watermark_scheduled = False
             self._end_input()
             return
         original(self, controller)
@@ -37,6 +39,13 @@ def finish_drops_deferrable():
 
     with patched(OperatorTask, _process_input=_process_input, _input_available=_input_available):
         yield
+
+
+def _watermark_processors(task) -> list:
+    """The task's watermark processors: its own, or those of its chained operators."""
+    if hasattr(task, "operators"):
+        return [op.watermark_processor for op in task.operators if hasattr(op, "watermark_processor")]
+    return [task.watermark_processor]
 
 
 @variant("continuation-not-deferrable", "FLINK-35528", "job.watermarks",
@@ -141,3 +150,57 @@ def sink_commits_on_snapshot():
 
 
 _ = task_module  # the task module is what these variants patch
+
+
+# -- job graphs: liveness and multi-stage sinks -------------------------------------------------
+@variant("watermark-only-after-uninterrupted-pass", "FLINK-40101", "job.watermark-liveness",
+         "An interrupted advance emits nothing: under steady urgent mail (unaligned barriers every few "
+         "steps, mail during firings) each pass is interrupted and the output watermark stays frozen "
+         "although the timers below it have fired. Flink's fix emits the reached watermark.")
+@contextmanager
+def watermark_only_after_uninterrupted_pass():
+    original = MailboxWatermarkProcessor.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.intermediate = False  # BUG: no intermediate watermark while interrupted
+
+    with patched(MailboxWatermarkProcessor, __init__=__init__):
+        yield
+
+
+@variant("processing-timer-mail-starved-by-urgent-batching", "FLINK-39898", "job.timer-liveness",
+         "A batch is only formed around urgent mail: a processing-time timer's mail put while no "
+         "urgent mail is queued waits until the next checkpoint's urgent mail comes.")
+@contextmanager
+def timer_mail_starved():
+    def create_batch(self):
+        if self.has_urgent_mail():
+            self._batch.extend(self._queue)
+            self._queue.clear()
+        else:  # BUG: timer mail is left behind until urgent mail arrives
+            keep = [m for m in self._queue if m.description.startswith("processing timer")]
+            self._batch.extend(m for m in self._queue if not m.description.startswith("processing timer"))
+            self._queue.clear()
+            self._queue.extend(keep)
+        return bool(self._batch)
+
+    with patched(TaskMailbox, create_batch=create_batch):
+        yield
+
+
+@variant("final-committables-on-checkpoint-completion", "FLINK-38614", "job.exactly-once",
+         "The sink writer keeps its final committables at end of input and sends them when its final "
+         "checkpoint completes, after EndOfData left: a committer in the next task never reads them "
+         "and the last records are never committed.")
+@contextmanager
+def final_committables_late():
+    def end_input_and_finish(self):
+        pass  # BUG: the final committables stay in the buffer
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        self.emit_committables()  # BUG: after EndOfData
+
+    with patched(SinkWriter, end_input_and_finish=end_input_and_finish,
+                 notify_checkpoint_complete=notify_checkpoint_complete):
+        yield

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from streamproof.properties.job.check import CHECKS, check_job
+from streamproof.properties.job.check import CHECKS, LIVENESS, check_job, check_liveness
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
 
 KEYS = ["a", "b", "c", "d", "e", 1, 2]
+WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum"]
+MAPS = ["identity", "last", "double", "even", "twice", "rekey"]
 
 
-@st.composite
-def job_scenarios(draw) -> Scenario:
-    """Bounded sources with correct watermarks (never followed by a record at or below them),
-    up to three faults, and random job settings."""
-    sources = draw(st.integers(1, 3), label="sources")
-    max_parallelism = draw(st.sampled_from([4, 8, 16]), label="max_parallelism")
+def _inputs(draw, sources: int) -> list:
+    """Per source subtask, records with correct watermarks (never followed by a record at or below them)."""
     steps: list = []
     for source in range(sources):
         ts, last_watermark = 0, None
@@ -27,6 +25,107 @@ def job_scenarios(draw) -> Scenario:
             if draw(st.booleans()) and (last_watermark is None or ts - 1 > last_watermark):
                 last_watermark = ts - 1
                 steps.append(SourceWatermark(source, last_watermark))
+    return steps
+
+
+@st.composite
+def job_graphs(draw, sources: int) -> dict:
+    """1-4 keyed stages; each a chain of 1-3 operators (a keyed head, then maps or a second keyed
+    operator reading it as a keyed stream), parallelism 1-3 per stage; a 2PC sink or a SinkV2
+    writer/committer at the end, sometimes a second branch from the source, sometimes chaining
+    disabled (a forward edge between two tasks)."""
+    operators = [{"name": "source", "kind": "source"}]
+    edges: list[dict] = []
+    previous, stages = "source", draw(st.integers(1, 4), label="stages")
+    for stage in range(stages):
+        p, last = draw(st.integers(1, 3), label="stage parallelism"), stage == stages - 1
+        head = f"s{stage}"
+        functions = WINDOWED + (["processing_buffer"] if last else [])
+        operators.append({"name": head, "kind": "keyed_process", "parallelism": p,
+                          "function": draw(st.sampled_from(functions))})
+        edges.append({"from": previous, "to": head, "partitioning": "keyed"})
+        previous = head
+        for i in range(draw(st.integers(0, 2), label="chained after the head")):
+            name = f"s{stage}m{i}"
+            keyed_next = i == 0 and operators[-1]["function"] != "processing_buffer" and draw(st.booleans())
+            if keyed_next:  # reinterpretAsKeyedStream: a second keyed operator in the chain
+                operators.append({"name": name, "kind": "keyed_process", "parallelism": p,
+                                  "function": draw(st.sampled_from(WINDOWED))})
+            else:
+                operators.append({"name": name, "kind": "flat_map", "parallelism": p, "function": draw(st.sampled_from(MAPS))})
+            if draw(st.integers(0, 5)) == 5:  # (shrinks towards chaining)
+                operators[-1]["chaining"] = False
+            edges.append({"from": previous, "to": name, "partitioning": "forward"})
+            previous = name
+        if last:
+            _sink(draw, operators, edges, previous, p, "")
+    if draw(st.integers(0, 4)) == 4:  # a second branch from the source (shrinks towards none)
+        p = draw(st.integers(1, 3))
+        operators.append({"name": "b0", "kind": "keyed_process", "parallelism": p, "function": draw(st.sampled_from(WINDOWED))})
+        edges.append({"from": "source", "to": "b0", "partitioning": "keyed"})
+        _sink(draw, operators, edges, "b0", p, "b")
+    return {"operators": operators, "edges": edges}
+
+
+def _sink(draw, operators: list, edges: list, previous: str, p: int, prefix: str) -> None:
+    if not draw(st.booleans()):
+        operators.append({"name": f"{prefix}sink", "kind": "sink", "parallelism": p})
+        edges.append({"from": previous, "to": f"{prefix}sink", "partitioning": "forward"})
+        return
+    operators.append({"name": f"{prefix}writer", "kind": "sink_writer", "parallelism": p})
+    committer = {"name": f"{prefix}committer", "kind": "sink_committer", "parallelism": p}
+    if draw(st.booleans()):
+        committer["chaining"] = False  # the committer in a task of its own (the next stage)
+    operators.append(committer)
+    edges += [{"from": previous, "to": f"{prefix}writer", "partitioning": "forward"},
+              {"from": f"{prefix}writer", "to": f"{prefix}committer", "partitioning": "forward"}]
+
+
+@st.composite
+def graph_scenarios(draw, watermark_mode: str | None = None, steady_mail: bool | None = None) -> Scenario:
+    """A random job graph with its inputs, faults (failures, also inside interrupted firings;
+    per-stage rescales) and settings; ``steady_mail``: a barrier every few steps (unaligned) and
+    mail during most firings."""
+    sources = draw(st.integers(1, 2), label="sources")
+    graph = draw(job_graphs(sources))
+    steps = _inputs(draw, sources)
+    for _ in range(draw(st.integers(0, 2), label="failures")):
+        steps.append(Fail(draw(st.integers(1, 600)), None))
+    if draw(st.booleans()):
+        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
+    if draw(st.booleans()):
+        stage = draw(st.sampled_from([op["name"] for op in graph["operators"] if op["kind"] == "keyed_process"]))
+        steps.append(Rescale(draw(st.integers(1, 600)), draw(st.integers(1, 3)), stage))
+    steady = draw(st.booleans()) if steady_mail is None else steady_mail
+    params = {
+        "graph": graph,
+        "sources": sources,
+        "max_parallelism": draw(st.sampled_from([4, 8, 16]), label="max_parallelism"),
+        "checkpoint_interval": draw(st.integers(2, 4)) if steady else draw(st.integers(3, 30)),
+        "interruptible_timers": draw(st.sampled_from([True, True, True, False])),
+        "unaligned": True if steady else draw(st.booleans()),
+        "channel_capacity": draw(st.integers(1, 4)),
+        "async_mail_rate": draw(st.sampled_from([0.7, 1.0])) if steady else draw(st.sampled_from([0.0, 0.3, 0.7])),
+        "seed": draw(st.integers(0, 2**16)),
+        "watermark_mode": watermark_mode or "corrected",
+    }
+    return Scenario(family="job", steps=tuple(steps), params=params)
+
+
+@st.composite
+def any_job_scenarios(draw) -> Scenario:
+    """Half one-stage jobs, half job graphs."""
+    return draw(graph_scenarios() if draw(st.booleans(), label="job graph") else job_scenarios())
+
+
+@st.composite
+def job_scenarios(draw) -> Scenario:
+    """Bounded sources with correct watermarks (never followed by a record at or below them),
+    up to three faults, and random job settings."""
+    sources = draw(st.integers(1, 3), label="sources")
+    max_parallelism = draw(st.sampled_from([4, 8, 16]), label="max_parallelism")
+    steps: list = []
+    steps += _inputs(draw, sources)
     for _ in range(draw(st.integers(0, 2), label="failures")):
         steps.append(Fail(draw(st.integers(1, 400)), None))
     if draw(st.booleans()):
@@ -53,19 +152,44 @@ def job_scenarios(draw) -> Scenario:
 SUMMARIES = {
     "job.exactly-once": "Under checkpoints, failures (also inside interrupted firings), rescales and "
                         "interruptible timers, the committed output equals the failure-free run's "
-                        "(multiset; per key in window order).",
-    "job.timer-effects-once": "Every timer's effect is committed exactly once.",
-    "job.watermarks": "Per task attempt, output watermarks strictly increase and no timer output at or "
-                      "below a watermark leaves after it.",
+                        "(multiset; per key in window order for one-stage jobs); one-stage jobs and job graphs.",
+    "job.timer-effects-once": "Every timer's effect is committed exactly once (as often as in the failure-free run).",
+    "job.watermarks": "Per operator and task attempt, output watermarks strictly increase and no timer output "
+                      "at or below a watermark leaves after it.",
     "job.end-of-input": "With drain, MAX_WATERMARK precedes EndOfData and nothing follows it "
                         "(FLINK-39481); every interrupted advance fired a timer (FLIP-443).",
+    "job.watermark-liveness": "Under steady mail (unaligned barriers every few steps, mail during firings) every "
+                              "operator's output watermark catches up with the timers it fired within 3 of its "
+                              "task's mailbox steps (FLINK-40101).",
+    "job.timer-liveness": "A processing-time timer's mail runs within 3 of its task's mailbox steps, "
+                          "whatever urgent mail arrives (FLINK-39898).",
+    "job.drain-liveness": "Once inputs and faults stop the job finishes: every due timer fired, every operator's "
+                          "output watermark reached MAX_WATERMARK, nothing reached a task after its EndOfData "
+                          "(FLINK-38614).",
 }
 REACHABILITY = ("timer firing interrupted", "failure inside an interrupted firing", "rescaled restore",
                 "restored from a completed checkpoint")
+GRAPH_REACHABILITY = ("job graph with more than one stage", "operator chain of more than one operator before its sink",
+                      "job graph rescaled", "timer firing interrupted", "failure inside an interrupted firing")
+
+
+@st.composite
+def liveness_scenarios(draw) -> Scenario:
+    """Job graphs, most under steady mail, and one-stage jobs (run as their one-stage graph)."""
+    if draw(st.integers(0, 3), label="one-stage") == 0:
+        return draw(job_scenarios())
+    return draw(graph_scenarios(steady_mail=draw(st.sampled_from([True, True, False]))))
+
 
 for _name in CHECKS:
     register(Property(
         name=_name, family="job", summary=SUMMARIES[_name],
         check=(lambda name: lambda scenario: check_job(scenario, name))(_name),
-        strategy=job_scenarios, reachability=REACHABILITY,
+        strategy=any_job_scenarios, reachability=REACHABILITY,
+    ))
+for _name in LIVENESS:
+    register(Property(
+        name=_name, family="job", summary=SUMMARIES[_name],
+        check=(lambda name: lambda scenario: check_liveness(scenario, name))(_name),
+        strategy=liveness_scenarios, reachability=GRAPH_REACHABILITY,
     ))

@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
+from streamproof.impl.graph_job import GraphJobSpec
 from streamproof.impl.job import JobSpec
 from streamproof.impl.operators import StreamRecord
 from streamproof.model import job as job_model
-from streamproof.impl.sim import SimulationError, SimulationResult, simulate
+from streamproof.impl.sim import SimulationError, SimulationResult, simulate, simulate_graph
 from streamproof.impl.timers import MAX_WATERMARK
-from streamproof.properties.job.functions import FUNCTIONS
-from streamproof.properties.job.steps import faults_of, job_params, sources_of, task_config
+from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+from streamproof.properties.job.steps import faults_of, graph_of, job_params, sources_of, task_config
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
@@ -38,15 +39,33 @@ def _spec(scenario: Scenario, interruptible: bool | None) -> JobSpec:
                    async_mail_rate=params["async_mail_rate"], processing_time=params["processing_time"])
 
 
+def graph_spec(scenario: Scenario, interruptible: bool | None = None) -> GraphJobSpec:
+    """The scenario as a job graph (its one-stage graph when it names none)."""
+    params = job_params(scenario)
+    return GraphJobSpec(graph_of(scenario), sources_of(scenario), {**FUNCTIONS, **STATELESS_FUNCTIONS},
+                        max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
+                        config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
+                        async_mail_rate=params["async_mail_rate"], watermark_mode=params["watermark_mode"])
+
+
+def is_graph(scenario: Scenario) -> bool:
+    return job_params(scenario)["graph"] is not None
+
+
 @lru_cache(maxsize=256)
-def _runs(text: str) -> tuple[SimulationResult | str, SimulationResult | str]:
-    """(faulty run, reference run) of a scenario, shared by the job properties."""
+def _runs(text: str, on_graph: bool = False) -> tuple[SimulationResult | str, SimulationResult | str]:
+    """(faulty run, reference run) of a scenario, shared by the job properties; a scenario with
+    a graph (or ``on_graph``) runs on the job-graph runtime."""
     scenario = load_scenario(text)
     seed = job_params(scenario)["seed"]
+    graph = on_graph or is_graph(scenario)
     out = []
     for interruptible, faults in ((None, faults_of(scenario)), (False, ())):
         try:
-            out.append(simulate(_spec(scenario, interruptible), seed, faults))
+            if graph:
+                out.append(simulate_graph(graph_spec(scenario, interruptible), seed, faults))
+            else:
+                out.append(simulate(_spec(scenario, interruptible), seed, faults))
         except (SimulationError, RuntimeError) as e:
             out.append(f"{type(e).__name__}: {e}")
     return out[0], out[1]
@@ -55,12 +74,12 @@ def _runs(text: str) -> tuple[SimulationResult | str, SimulationResult | str]:
 clears_on_patch(_runs.cache_clear)
 
 
-def runs(scenario: Scenario):
-    return _runs(dump_scenario(scenario))
+def runs(scenario: Scenario, on_graph: bool = False):
+    return _runs(dump_scenario(scenario), on_graph or is_graph(scenario))
 
 
 def _observed(run: SimulationResult) -> list[dict]:
-    return [{"event": "committed", "record": list(r)} for r in run.committed] + \
+    return [{"event": "committed", "record": list(r) if isinstance(r, tuple) else r} for r in run.committed] + \
            [{"event": e[0], "detail": list(e[1:])} for e in run.events]
 
 
@@ -78,6 +97,27 @@ def _reach(run: SimulationResult) -> None:
         note("unaligned checkpoint carried in-flight records")
     if any(e[0] == "failover" and e[3] is None for e in run.events):
         note("restarted before the first checkpoint")
+    if run.metrics.get("chains"):
+        _reach_graph(run)
+
+
+def _reach_graph(run: SimulationResult) -> None:
+    chains = [c.split(" -> ") for c in run.metrics["chains"]]
+    if len(chains) > 2:
+        note("job graph with more than one stage")
+    if any(len(c) > 2 or (len(c) == 2 and "sink" not in c[-1]) for c in chains):
+        note("operator chain of more than one operator before its sink")
+    if any(e[0] == "failover" and e[1] == "rescale" for e in run.events):
+        note("job graph rescaled")
+    for _, _, log in run.output_logs:
+        marks = [e[1] for e in log if e[0] == "watermark"]
+        if any(b <= a for a, b in zip(marks, marks[1:])):
+            note("an operator emitted a watermark twice")
+            break
+    if any(lag for _, _, lag in run.metrics["watermark_lags"]):
+        note("output watermark behind the timers it fired")
+    if run.metrics["timer_delays"]:
+        note("processing-time timer mail ran")
 
 
 def check_job(scenario: Scenario, prop: str) -> Verdict:
@@ -106,6 +146,8 @@ def model_reference(scenario: Scenario) -> Counter:
     params = job_params(scenario)
     sources = [[("record", e.key, e.value, e.timestamp) if isinstance(e, StreamRecord) else ("watermark", e.timestamp)
                 for e in source] for source in sources_of(scenario)]
+    if params["graph"] is not None:
+        return job_model.graph_reference(params["graph"], sources, params["drain"])
     return job_model.reference_output(params["operator"], sources, params["drain"])
 
 
@@ -114,6 +156,8 @@ def _exactly_once(run: SimulationResult, reference: SimulationResult):
     if got != want:
         extra, missing = sorted(got - want, key=repr)[:3], sorted(want - got, key=repr)[:3]
         return "committed-equals-reference", f"extra {extra}, missing {missing}"
+    if run.metrics:
+        return None  # a job graph: output of several upstream subtasks has no promised order
     per_key: dict = {}
     for record in run.committed:
         key, ts = record[0], record[1]
@@ -123,12 +167,17 @@ def _exactly_once(run: SimulationResult, reference: SimulationResult):
     return None
 
 
+def _effects(committed: list) -> Counter:
+    """A timer's effect is named by the (key, timer timestamp) its output starts with."""
+    return Counter((r[0], r[1]) for r in committed if isinstance(r, tuple) and len(r) >= 2)
+
+
 def _timer_effects_once(run: SimulationResult, reference: SimulationResult):
-    effects = Counter((r[0], r[1]) for r in run.committed)
-    twice = [e for e, n in effects.items() if n > 1]
+    effects, wanted = _effects(run.committed), _effects(reference.committed)
+    twice = [e for e, n in effects.items() if n > wanted.get(e, 1)]
     if twice:
         return "each-timer-effect-once", f"timer effects committed more than once: {sorted(twice, key=repr)[:3]}"
-    lost = sorted({(r[0], r[1]) for r in reference.committed} - set(effects), key=repr)
+    lost = sorted((e for e, n in wanted.items() if effects.get(e, 0) < n), key=repr)
     if lost:
         return "each-timer-effect-once", f"timer effects never committed: {lost[:3]}"
     return None
@@ -163,6 +212,61 @@ def _end_of_input(run: SimulationResult, reference: SimulationResult):
     for attempt, subtask, stalled in run.stalled_firings:
         return "interrupted-firing-makes-progress", f"attempt {attempt} subtask {subtask}: {stalled} interrupted advances fired no timer"
     return None
+
+
+# -- liveness (job-graph runtime) -----------------------------------------------------------------
+TIMER_MAIL_STEPS = 3  # a processing-time timer's mail runs within this many of its task's mailbox steps
+
+
+def _watermark_liveness(run: SimulationResult, reference: SimulationResult):
+    from streamproof.impl.chain import LAG_STEPS
+    for attempt, label, lag in run.metrics["watermark_lags"]:
+        if lag > LAG_STEPS:
+            return ("output-watermark-advances",
+                    f"attempt {attempt} {label}: the output watermark stayed behind the timers it had fired "
+                    f"for {lag} mailbox steps (allowed {LAG_STEPS})")
+    return None
+
+
+def _timer_liveness(run: SimulationResult, reference: SimulationResult):
+    delays = run.metrics["timer_delays"]
+    if delays and max(delays) > TIMER_MAIL_STEPS:
+        return ("processing-timer-mail-runs",
+                f"a processing-time timer's mail waited {max(delays)} mailbox steps (allowed {TIMER_MAIL_STEPS})")
+    return None
+
+
+def _drain_liveness(run: SimulationResult, reference: SimulationResult):
+    from streamproof.impl.timers import MAX_WATERMARK as END
+    if run.metrics["stranded"]:
+        return "nothing-left-behind", f"{run.metrics['stranded']} elements reached a task after its EndOfData"
+    drained = any(e[0] == "end_of_data" for _, _, log in run.output_logs for e in log)
+    for label, kind, watermark, due in run.metrics["final"]:
+        if due:
+            return "due-timers-fire", f"{label}: {due} event-time timers due at its watermark never fired"
+        if drained and watermark != END:
+            return "output-watermark-reaches-input", f"{label} ({kind}) ended at watermark {watermark}, not MAX_WATERMARK"
+    return None
+
+
+LIVENESS = {
+    "job.watermark-liveness": _watermark_liveness,
+    "job.timer-liveness": _timer_liveness,
+    "job.drain-liveness": _drain_liveness,
+}
+
+
+def check_liveness(scenario: Scenario, prop: str) -> Verdict:
+    """A liveness property, on the job-graph runtime (a scenario without a graph runs as its
+    one-stage graph): the run must finish, then the property's own measure."""
+    faulty, _ = runs(scenario, on_graph=True)
+    if isinstance(faulty, str):
+        return Verdict(prop, False, [], "job-finishes", faulty)
+    _reach(faulty)
+    problem = LIVENESS[prop](faulty, faulty)
+    if problem:
+        return Verdict(prop, False, _observed(faulty), *problem)
+    return Verdict(prop, True, _observed(faulty))
 
 
 CHECKS = {

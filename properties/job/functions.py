@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
+from streamproof.impl.operators import KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor
+from streamproof.impl.termination import TimerTerminationAction
+
+
+def number(value) -> int:
+    """The number a record carries: the value itself, or the last field of a tuple (an upstream
+    window's ``(key, end, sum)``), so that operators compose into any job graph."""
+    while isinstance(value, (tuple, list)):
+        value = value[-1] if value else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class WindowSum(KeyedProcessFunction):
@@ -19,7 +28,7 @@ class WindowSum(KeyedProcessFunction):
 
     def process_element(self, value, ctx, out) -> None:
         end = (ctx.timestamp() // self.size + 1) * self.size - 1
-        self.sums.put(end, self.sums.get(end, 0) + value)
+        self.sums.put(end, self.sums.get(end, 0) + number(value))
         ctx.timer_service().register_event_time_timer(end)
 
     def on_timer(self, timestamp, ctx, out) -> None:
@@ -71,4 +80,53 @@ class YieldingWindowSum(WindowSum):
         out.collect((key, timestamp, total))
 
 
-FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum}
+class MailingWindowSum(WindowSum):
+    """WindowSum whose timer callback hands work to the mailbox (as an operator with an async
+    client does): every firing puts a mail, so an interruptible firing stops after each timer."""
+
+    def open(self, ctx) -> None:
+        super().open(ctx)
+        self.executor = ctx.get_mailbox_executor()
+
+    def on_timer(self, timestamp, ctx, out) -> None:
+        super().on_timer(timestamp, ctx, out)
+        self.executor.execute(lambda: None, "async work")
+
+
+class ProcessingTimeBuffer(KeyedProcessFunction):
+    """Buffers each key's records and emits them, one output per record ``(key, ts, value)``, from
+    a processing-time timer ``delay`` later (TRIGGER at end of input, FLIP-269). The output
+    multiset is the input's whatever the schedule; when it leaves depends on processing time."""
+
+    interruptible_timers = True
+
+    def __init__(self, delay: int = 5):
+        self.delay = delay
+
+    def open(self, ctx) -> None:
+        self.buffer = ctx.get_list_state(ListStateDescriptor("buffer"))
+
+    def process_element(self, value, ctx, out) -> None:
+        self.buffer.add((ctx.timestamp(), number(value)))
+        now = ctx.timer_service().current_processing_time()
+        ctx.timer_service().register_processing_time_timer(now + self.delay, TimerTerminationAction.TRIGGER)
+
+    def on_timer(self, timestamp, ctx, out) -> None:
+        for ts, value in self.buffer.get() or []:
+            out.collect((ctx.get_current_key(), ts, value))
+        self.buffer.clear()
+
+
+FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
+             "mailing_window_sum": MailingWindowSum, "processing_buffer": ProcessingTimeBuffer}
+KEYED_FUNCTIONS = FUNCTIONS
+
+# Stateless functions of job graphs: (key, value) -> the (key, value) pairs to emit.
+STATELESS_FUNCTIONS = {
+    "identity": lambda key, value: [(key, value)],
+    "last": lambda key, value: [(key, number(value))],
+    "double": lambda key, value: [(key, 2 * number(value))],
+    "even": lambda key, value: [(key, value)] if number(value) % 2 == 0 else [],
+    "twice": lambda key, value: [(key, value), (key, value)],
+    "rekey": lambda key, value: [(f"{key}{number(value) % 3}", number(value))],
+}

@@ -3,19 +3,22 @@
 Steps are data: ``record`` and ``watermark`` append to a source's input in order; ``fail``,
 ``fail_in_interrupted_firing`` and ``rescale`` schedule faults. ``params`` holds the job's
 settings (see :data:`DEFAULT_PARAMS`); the interleaving of tasks comes from ``params.seed``.
+``params.graph`` describes a job graph (:func:`streamproof.impl.graph.graph_from_json`); without
+it the job is the one-stage graph source --keyBy--> ``params.operator`` -> sink.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from streamproof.impl.graph import GraphError, JobGraph, graph_from_json, one_stage_graph
 from streamproof.impl.keygroups import CompositeKey
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault
 from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig, Watermark
 from streamproof.properties.job.values import decode
 from streamproof.properties.scenario import (
-    BOOL, INT64, JSON, KEY, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
+    BOOL, INT64, JSON, KEY, STR, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,
 )
 
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -32,7 +35,10 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "drain": True,
     "late_records": False,        # records at or below their source's watermark allowed (certify)
     "processing_time": "steps",   # "steps": the simulation step; "input": moved by processing_time steps
+    "graph": None,                # a job graph {operators, edges}; None: the one-stage job
+    "watermark_mode": "corrected",  # job graphs: "flink-2.3" = Flink's MailboxWatermarkProcessor as shipped
 }
+WATERMARK_MODES = ("corrected", "flink-2.3")
 SOURCE = IntKind(0, 63)
 PARALLELISM = IntKind(1, 64)
 
@@ -106,6 +112,7 @@ class Rescale(Step):
     op: ClassVar[str] = "rescale"
     at: int = arg(IntKind(1, 10**9))
     parallelism: int = arg(PARALLELISM)
+    operator: str | None = arg(STR, optional=True)  # job graphs: the operator whose chain rescales (else all)
 
 
 def validate_job(scenario: Scenario) -> None:
@@ -123,6 +130,14 @@ def validate_job(scenario: Scenario) -> None:
                              f"({last_watermark[s.source]}): the record would be late", s.ts)
         if isinstance(s, Rescale) and s.parallelism > params["max_parallelism"]:
             raise step_error(i, s, "parallelism", f"at most max_parallelism ({params['max_parallelism']})", s.parallelism)
+        if isinstance(s, Rescale) and s.operator is not None:
+            graph = graph_of(scenario)
+            if params["graph"] is None or s.operator not in graph.by_name:
+                raise step_error(i, s, "operator", "an operator of params.graph", s.operator)
+            try:
+                graph.with_parallelism(graph.forward_group(graph.chain_of[s.operator]), s.parallelism)
+            except GraphError as error:
+                raise step_error(i, s, "operator", f"an operator that can rescale ({error})", s.operator) from None
 
 
 def job_params(scenario: Scenario) -> dict:
@@ -136,7 +151,38 @@ def job_params(scenario: Scenario) -> dict:
     check_job_settings(params)
     if params["processing_time"] not in ("steps", "input"):
         raise TOP.expected("params", "processing_time one of steps, input", params["processing_time"], "semantic")
+    if params["watermark_mode"] not in WATERMARK_MODES:
+        raise TOP.expected("params", f"watermark_mode one of {', '.join(WATERMARK_MODES)}", params["watermark_mode"],
+                           "semantic")
+    if params["graph"] is not None:
+        _check_graph(params)
     return params
+
+
+def _check_graph(params: dict) -> None:
+    from streamproof.properties.job.functions import KEYED_FUNCTIONS, STATELESS_FUNCTIONS
+    try:
+        graph = graph_from_json(params["graph"], params["sources"])
+    except GraphError as error:
+        raise TOP.expected("params", "a valid graph", str(error), "semantic") from None
+    for op in graph.operators:
+        names = KEYED_FUNCTIONS if op.kind == "keyed_process" else STATELESS_FUNCTIONS
+        if op.function is not None and op.function not in names:
+            raise TOP.expected("params", f"graph operator {op.name!r}: function one of {', '.join(names)}",
+                               op.function, "semantic")
+        if op.parallelism > params["max_parallelism"]:
+            raise TOP.expected("params", f"graph operator {op.name!r}: parallelism <= max_parallelism",
+                               op.parallelism, "semantic")
+    if params["processing_time"] != "steps":
+        raise TOP.expected("params", "processing_time 'steps' in a job graph", params["processing_time"], "semantic")
+
+
+def graph_of(scenario: Scenario) -> JobGraph:
+    """The scenario's job graph (the one-stage graph when ``params.graph`` is absent)."""
+    params = job_params(scenario)
+    if params["graph"] is None:
+        return one_stage_graph(params["operator"], params["sources"], params["parallelism"])
+    return graph_from_json(params["graph"], params["sources"])
 
 
 def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_timers", "unaligned", "drain")) -> None:
@@ -178,7 +224,7 @@ def faults_of(scenario: Scenario) -> tuple[Fault, ...]:
         elif isinstance(s, FailInInterruptedFiring):
             faults.append(Fault("fail_in_interrupted_firing", nth=s.nth, after_checkpoint=bool(s.after_checkpoint)))
         elif isinstance(s, Rescale):
-            faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism))
+            faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism, operator=s.operator))
     return tuple(faults)
 
 
