@@ -96,7 +96,7 @@ class MailboxWatermarkProcessor:
     corrections, off by default: ``intermediate`` (Flink's fix of FLINK-40101) emits the watermark
     the timers reached when an advance is interrupted, so that steady mail cannot freeze the
     output watermark; ``only_increasing`` never emits a watermark at or below the last one (in a
-    chain A -> B, B otherwise emits the same watermark twice, see docs/findings.md)."""
+    chain A -> B, B otherwise emits the same watermark twice, see docs/job-graphs.md)."""
 
     def __init__(self, operator: KeyedProcessOperator, executor: MailboxExecutor, emit_watermark: Callable[[int], None],
                  *, intermediate: bool = False, only_increasing: bool = False):

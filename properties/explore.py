@@ -75,26 +75,36 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
     return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
 
 
-def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0) -> sc.Scenario:
+def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0,
+                    seeds: int = 8) -> sc.Scenario:
     """After Hypothesis' shrinking, drops steps one at a time (last first) while the property still
-    fails with the same invariant: scenarios whose outcome hangs on a seeded schedule shrink badly
-    by value, but often lose most of their steps. Stops after ``seconds``."""
+    fails with the same invariant. A scenario with a schedule seed (``params.seed``, job families)
+    may take another of ``seeds`` small seeds for a shorter failing scenario: its outcome hangs on
+    the interleaving, so it shrinks badly by value. Stops after ``seconds``."""
     from dataclasses import replace
 
     deadline = time.perf_counter() + seconds
-    steps = list(scenario.steps)
-    index = len(steps) - 1
-    while index >= 0 and time.perf_counter() < deadline:
-        candidate = replace(scenario, steps=tuple(steps[:index] + steps[index + 1:]))
+
+    def fails(candidate: sc.Scenario) -> bool:
         try:
             verdict = prop.check(sc.load_scenario(sc.dump_scenario(candidate)))
-            still = not verdict.holds and verdict.invariant == invariant
         except Exception:  # noqa: BLE001 - an invalid or crashing candidate is not a reduction
-            still = False
-        if still:
-            steps = list(candidate.steps)
-        index -= 1
-    return replace(scenario, steps=tuple(steps))
+            return False
+        return not verdict.holds and verdict.invariant == invariant
+
+    def variants(candidate: sc.Scenario):
+        yield candidate
+        if "seed" in candidate.params:
+            for seed in range(seeds):
+                if seed != candidate.params["seed"]:
+                    yield replace(candidate, params={**candidate.params, "seed": seed})
+
+    index = len(scenario.steps) - 1
+    while index >= 0 and time.perf_counter() < deadline:
+        steps = scenario.steps[:index] + scenario.steps[index + 1:]
+        scenario = next((c for c in variants(replace(scenario, steps=steps)) if fails(c)), scenario)
+        index = min(index - 1, len(scenario.steps) - 1)
+    return scenario
 
 
 def _strategy_test(prop: Property, tally: dict, test_settings: settings):
