@@ -126,13 +126,16 @@ class GraphJob:
 
     @staticmethod
     def _queued(task: ChainTask, channel: tuple) -> int:
-        return sum(isinstance(e, StreamRecord) for e in task.inputs[task.channel_index[channel]])
+        return task.queued_records[task.channel_index[channel]]
 
     def _output_blocked(self, task: ChainTask, network: list):
         """Back-pressure: a task stops reading input while a channel it writes to is full."""
+        capacity = self.spec.channel_capacity
+        channels = [(target.queued_records, target.channel_index[(edge.source, task.vertex_subtask)])
+                    for edge in network for target in self._targets(edge, task.vertex_subtask, None)]
+
         def blocked() -> bool:
-            return any(self._queued(target, (edge.source, task.vertex_subtask)) >= self.spec.channel_capacity
-                       for edge in network for target in self._targets(edge, task.vertex_subtask, None))
+            return any(queued[index] >= capacity for queued, index in channels)
         return blocked
 
     # -- deployment ------------------------------------------------------------------------------

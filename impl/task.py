@@ -230,6 +230,7 @@ class OperatorTask:
         self.processor = MailboxProcessor(self._process_input, self.mailbox)
         self.executor = self.processor.get_main_mailbox_executor()
         self.inputs: list[deque] = [deque() for _ in range(channels)]
+        self.queued_records = [0] * channels  # records (not other elements) waiting per channel
         self.blocked: set[int] = set()
         self.valve = StatusWatermarkValve(channels)
         self.channels_ended = [False] * channels
@@ -277,6 +278,8 @@ class OperatorTask:
                                   f"unaligned barrier {element.checkpoint_id}", self.barrier_mail_options)
             return
         self.inputs[channel].append(element)
+        if isinstance(element, StreamRecord):
+            self.queued_records[channel] += 1
 
     def is_runnable(self) -> bool:
         if self.state in (self.TERMINATED, self.FAILED):
@@ -311,6 +314,8 @@ class OperatorTask:
         if channel is None:
             return
         element = self.inputs[channel].popleft()
+        if isinstance(element, StreamRecord):
+            self.queued_records[channel] -= 1
         index = self.dequeued[channel]
         self.dequeued[channel] += 1
         if not isinstance(element, CheckpointBarrier):
