@@ -5,8 +5,8 @@ The task's mailbox, input channels, watermark valve and barrier handling are tho
 the chain's head, whose output calls the next operator directly (Flink's ``ChainingOutput``) or
 goes to other tasks (a network output). Each chained operator has its own mailbox executor of
 priority = its index in the chain, its own timer services and its own watermark processor.
-Barriers are forwarded downstream after the snapshot; an unaligned barrier arrives as urgent
-mail (FLIP-443), as Flink's priority events do. End of input runs head to tail, as
+Barriers are forwarded downstream after the snapshot; an unaligned barrier is processed as mail
+(as Flink's ``CheckpointedInputGate`` processes priority events), overtaking the input. End of input runs head to tail, as
 ``StreamOperatorWrapper.finish``: end input, flush processing-time timers (FLIP-269), finish,
 drain the operator's mail; then EndOfData leaves on every network output.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from streamproof.impl.mailbox import MailOptions
 from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.task import (
@@ -26,6 +25,10 @@ from streamproof.impl.timers import MIN_WATERMARK, TimerFiringBudgetExceeded
 
 WATERMARK_MODES = ("corrected", "flink-2.3")
 LAG_STEPS = 3  # job.watermark-liveness: mailbox steps an output watermark may trail what timers reached
+
+
+class KeylessRecordError(RuntimeError):
+    """A record without key reached a keyed operator or a keyed edge."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,8 @@ class KeyedOperator(ChainedOperator):
         self.watermark_processor = MailboxWatermarkProcessor(self.operator, self.executor, self.emit_watermark,
                                                              intermediate=corrected, only_increasing=corrected)
         self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
-        self.lag = self.max_lag = 0  # mailbox steps the output watermark trailed the reached one
+        self.lag = self.max_lag = 0  # mailbox steps the output watermark stood still behind the reached one
+        self.emitted_before = MIN_WATERMARK
         self.dropped_after_horizon = 0
         self.flush: FlushRecord | None = None
 
@@ -159,6 +163,9 @@ class KeyedOperator(ChainedOperator):
         self.operator.open()
 
     def process_element(self, record: StreamRecord) -> None:
+        if record.key is None:
+            raise KeylessRecordError(f"operator {self.name} got a record without key (emitted outside any keyed context, e.g. "
+                           f"in end_input() or finish() of an upstream keyed operator): {record.value!r}")
         self.operator.process_element(record)
 
     def process_watermark(self, timestamp: int) -> None:
@@ -195,11 +202,14 @@ class KeyedOperator(ChainedOperator):
         self.operator.close()
 
     def after_step(self) -> None:
-        """Liveness metric: how long the output watermark trails the one the timers reached."""
+        """Liveness metric: for how many mailbox steps in a row the output watermark stood still
+        behind the watermark the timers had reached."""
         if not self.interruptible:
             return
-        behind = self.watermark_processor.reached_watermark() > self.watermark_processor.last_emitted
-        self.lag = self.lag + 1 if behind else 0
+        emitted = self.watermark_processor.last_emitted
+        stuck = self.watermark_processor.reached_watermark() > emitted and emitted == self.emitted_before
+        self.emitted_before = emitted
+        self.lag = self.lag + 1 if stuck else 0
         self.max_lag = max(self.max_lag, self.lag)
 
 
@@ -315,8 +325,6 @@ class SinkCommitter(ChainedOperator):
 class ChainTask(OperatorTask):
     """One subtask of a chain: its operators in chain order, fed by the head."""
 
-    barrier_mail_options = MailOptions.URGENT
-
     def __init__(self, name: str, task_id: int, vertex_subtask: int, attempt: int, key_group_range,
                  channels: list, processing_time_service, config: TaskConfig,
                  acknowledge: Callable[[int, TaskSnapshot], None]):
@@ -425,7 +433,7 @@ class ChainTask(OperatorTask):
             for op in self.operators:
                 op.notify_checkpoint_complete(checkpoint_id)
             if terminate or (self.state == self.FINISHED and not any(op.pending() for op in self.operators)):
-                for op in self.operators:
+                for op in reversed(self.operators):  # tail to head, as Flink closes a chain
                     op.close()
                 self.state = self.TERMINATED
         self.executor.execute(notify, f"notifyCheckpointComplete {checkpoint_id}")

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamproof.impl.chain import (
-    ChainTask, KeyedOperator, SinkCommitter, SinkOperator, SinkWriter, StatelessOperator, WATERMARK_MODES,
+    ChainTask, KeyedOperator, KeylessRecordError, SinkCommitter, SinkOperator, SinkWriter, StatelessOperator,
+    WATERMARK_MODES,
 )
 from streamproof.impl.graph import JobGraph
 from streamproof.impl.job import CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, SourceTask
@@ -27,7 +28,7 @@ from streamproof.impl.keygroups import (
 )
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sink import ExternalSystem
-from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.task import EndOfData, TaskConfig, Watermark
 from streamproof.impl.timers import ManualProcessingTimeService
 
 
@@ -104,6 +105,9 @@ class GraphJob:
             return [self.task_of[(chain, sender)]]
         p = self.parallelism_of(edge.target)
         if isinstance(element, StreamRecord):
+            if element.key is None:
+                raise KeylessRecordError(f"a record without key on the keyed edge {edge.source}->{edge.target} (emitted outside "
+                               f"any keyed context, e.g. in end_input() or finish()): {element.value!r}")
             return [self.task_of[(chain, self._owner(element, p))]]
         return [self.task_of[(chain, i)] for i in range(p)]
 
@@ -226,10 +230,13 @@ class GraphJob:
     def _replay_channel_state(self, snapshot, same_layout: bool) -> None:
         """In-flight data of an unaligned checkpoint is delivered before anything sent later: on
         its own channel when nothing was rescaled, else records routed again (watermarks dropped:
-        the next one supersedes them)."""
+        the next one supersedes them). An EndOfData in flight is not: the restored upstream (a
+        source at its end offset, a task finishing again) sends its own."""
         chain = next(c for c in self.graph.chains if c.name == snapshot.vertex)
         for channel, element in snapshot.channel_state:
             sender, u = snapshot.channels[channel]
+            if isinstance(element, EndOfData):
+                continue  # the restored upstream ends its output again
             if same_layout:
                 task = self.task_of[(chain.name, snapshot.vertex_subtask)]
                 task.receive(task.channel_index[(sender, u)], element)

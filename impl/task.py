@@ -93,9 +93,10 @@ class MailboxWatermarkProcessor:
 
     As Flink 2.3 ships it by default: on a completed advance it emits the maximum input watermark,
     whether or not it was emitted before, and an interrupted advance emits nothing. Two
-    corrections, off by default: ``intermediate`` (Flink's fix of FLINK-40101) emits the watermark
-    the timers reached when an advance is interrupted, so that steady mail cannot freeze the
-    output watermark; ``only_increasing`` never emits a watermark at or below the last one (in a
+    corrections, off by default: ``intermediate`` (as Flink's fix of FLINK-40101) emits the
+    watermark the timers reached when the continuation of an interrupted advance runs, so that
+    steady mail cannot freeze the output watermark (at the continuation, not at the interruption:
+    the mail a fired timer queued runs first, and its output is not behind the watermark); ``only_increasing`` never emits a watermark at or below the last one (in a
     chain A -> B, B otherwise emits the same watermark twice, see docs/job-graphs.md)."""
 
     def __init__(self, operator: KeyedProcessOperator, executor: MailboxExecutor, emit_watermark: Callable[[int], None],
@@ -127,10 +128,6 @@ class MailboxWatermarkProcessor:
             # Timers all fired: the watermark may go downstream.
             self._emit(self.max_input_watermark)
             return
-        if self.intermediate:
-            reached = manager.get_reached_watermark()
-            if reached > self.last_emitted:
-                self._emit(reached)  # the progress made so far (FLINK-40101)
         if not self.progress_watermark_scheduled:
             self.interruptions += 1
             self.stalled += self.operator.timers_fired == fired_before
@@ -141,6 +138,12 @@ class MailboxWatermarkProcessor:
 
     def _continue(self) -> None:
         self.progress_watermark_scheduled = False
+        if self.intermediate:
+            # The progress made so far (FLINK-40101), once the mail that interrupted the firing
+            # (e.g. mail a fired timer queued, which may emit its output) has run before it.
+            reached = min(self.max_input_watermark, self.operator.time_service_manager.get_reached_watermark())
+            if reached > self.last_emitted:
+                self._emit(reached)
         self._emit_watermark_inside_mailbox()
 
     def reached_watermark(self) -> int:
