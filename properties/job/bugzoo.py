@@ -170,8 +170,8 @@ def watermark_only_after_uninterrupted_pass():
 
 
 @variant("processing-timer-mail-starved-by-urgent-batching", "FLINK-39898", "job.timer-liveness",
-         "A batch is only formed around urgent mail: a processing-time timer's mail put while no "
-         "urgent mail is queued waits until the next checkpoint's urgent mail comes.")
+         "A processing-time timer's mail joins a batch only along with urgent mail: put while no urgent "
+         "mail is queued, it waits for the next checkpoint's urgent mail (for ever in a task that gets none).")
 @contextmanager
 def timer_mail_starved():
     def create_batch(self):
