@@ -53,29 +53,28 @@ def is_graph(scenario: Scenario) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _runs(text: str, on_graph: bool = False) -> tuple[SimulationResult | str, SimulationResult | str]:
-    """(faulty run, reference run) of a scenario, shared by the job properties; a scenario with
-    a graph (or ``on_graph``) runs on the job-graph runtime."""
+def _run(text: str, on_graph: bool, reference: bool) -> SimulationResult | str:
+    """The faulty run of a scenario, or its reference (failure-free, interruptible timers off);
+    a scenario with a graph (or ``on_graph``) runs on the job-graph runtime. Cached: every job
+    property of one scenario shares them."""
     scenario = load_scenario(text)
     seed = job_params(scenario)["seed"]
-    graph = on_graph or is_graph(scenario)
-    out = []
-    for interruptible, faults in ((None, faults_of(scenario)), (False, ())):
-        try:
-            if graph:
-                out.append(simulate_graph(graph_spec(scenario, interruptible), seed, faults))
-            else:
-                out.append(simulate(_spec(scenario, interruptible), seed, faults))
-        except (SimulationError, RuntimeError) as e:
-            out.append(f"{type(e).__name__}: {e}")
-    return out[0], out[1]
+    interruptible, faults = (False, ()) if reference else (None, faults_of(scenario))
+    try:
+        if on_graph or is_graph(scenario):
+            return simulate_graph(graph_spec(scenario, interruptible), seed, faults)
+        return simulate(_spec(scenario, interruptible), seed, faults)
+    except (SimulationError, RuntimeError) as e:
+        return f"{type(e).__name__}: {e}"
 
 
-clears_on_patch(_runs.cache_clear)
+clears_on_patch(_run.cache_clear)
 
 
-def runs(scenario: Scenario, on_graph: bool = False):
-    return _runs(dump_scenario(scenario), on_graph or is_graph(scenario))
+def runs(scenario: Scenario, on_graph: bool = False) -> tuple[SimulationResult | str, SimulationResult | str]:
+    """(faulty run, reference run) of a scenario."""
+    text, graph = dump_scenario(scenario), on_graph or is_graph(scenario)
+    return _run(text, graph, False), _run(text, graph, True)
 
 
 def _observed(run: SimulationResult) -> list[dict]:
@@ -259,7 +258,7 @@ LIVENESS = {
 def check_liveness(scenario: Scenario, prop: str) -> Verdict:
     """A liveness property, on the job-graph runtime (a scenario without a graph runs as its
     one-stage graph): the run must finish, then the property's own measure."""
-    faulty, _ = runs(scenario, on_graph=True)
+    faulty = _run(dump_scenario(scenario), True, False)  # no reference needed
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
