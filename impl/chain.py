@@ -20,8 +20,9 @@ from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.task import (
     CheckpointBarrier, EndOfData, FlushRecord, MailboxWatermarkProcessor, OperatorTask, TaskConfig, TaskSnapshot,
+    flush_processing_time_timers,
 )
-from streamproof.impl.timers import MIN_WATERMARK, TimerFiringBudgetExceeded
+from streamproof.impl.timers import MIN_WATERMARK
 
 WATERMARK_MODES = ("corrected", "flink-2.3")
 LAG_STEPS = 3  # job.watermark-liveness: mailbox steps an output watermark may trail what timers reached
@@ -181,16 +182,9 @@ class KeyedOperator(ChainedOperator):
         task = self.task
         if task.config.drain:
             self.operator.end_input()
-            manager = self.operator.time_service_manager
-            start, clock = len(self.log), manager.processing_time_service.get_current_processing_time()
-            try:
-                results = manager.flush_processing_time_timers(task.config.firing_budget)
-                results.append(("operator", self.operator.processing_time_service.flush(task.config.firing_budget)))
-            except TimerFiringBudgetExceeded as error:
-                raise TimerFiringBudgetExceeded(f"operator {self.name}[{task.vertex_subtask}]: end-of-input flush "
-                                                f"of processing-time timers exceeded its budget: {error}") from error
-            self.dropped_after_horizon += sum(result.dropped_after_horizon for _, result in results)
-            self.flush = FlushRecord(start, len(self.log), clock, {name: r.horizon for name, r in results})
+            self.flush, dropped = flush_processing_time_timers(self.operator, self.log, task.config.firing_budget,
+                                                               f"{self.name}[{task.vertex_subtask}]")
+            self.dropped_after_horizon += dropped
         self.operator.finish()
         while self.executor.try_yield():  # the operator's own mail runs before EndOfData
             pass

@@ -22,7 +22,7 @@ from streamproof.impl.chain import (
     WATERMARK_MODES,
 )
 from streamproof.impl.graph import JobGraph
-from streamproof.impl.job import CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, SourceTask
+from streamproof.impl.job import CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, SourceTask, interrupt_check
 from streamproof.impl.keygroups import (
     assign_to_key_group, compute_key_group_range_for_operator_index, compute_operator_index_for_key_group,
 )
@@ -182,7 +182,8 @@ class GraphJob:
         task.on_finished = self.coordinator.task_finished
         for op in task.operators:
             if isinstance(op, KeyedOperator):
-                op.watermark_processor.should_interrupt = self._interrupt_check(task, op)
+                op.watermark_processor.should_interrupt = interrupt_check(self.rng, spec.async_mail_rate,
+                                                                          task.executor, op.executor)
             self.output_logs.append((self.attempt, f"{op.name}[{s}]", op.log))
         self.tasks.append(task)
         self.all_tasks.append(task)
@@ -253,15 +254,6 @@ class GraphJob:
                 else u % self.parallelism_of(sender)
             for task in self._targets(edge, now, element):
                 task.receive(task.channel_index[(sender, now)], element)
-
-    def _interrupt_check(self, task: ChainTask, op: KeyedOperator):
-        """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail
-        may land in the mailbox before the operator asks whether to interrupt."""
-        def should_interrupt() -> bool:
-            if self.rng.random() < self.spec.async_mail_rate:
-                task.executor.execute(lambda: None, "rpc")
-            return op.executor.should_interrupt()
-        return should_interrupt
 
     def _acknowledger(self, attempt: int):
         return lambda checkpoint_id, snapshot: self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)

@@ -311,13 +311,7 @@ class Job:
                     if s.key_group_range.get_intersection(kgr).get_number_of_key_groups()), default=0)
 
     def _interrupt_check(self, task: OperatorTask):
-        """Mail arrives concurrently in Flink (RPCs, timers): while a timer fires, a foreign mail
-        may land in the mailbox before the task asks whether to interrupt."""
-        def should_interrupt() -> bool:
-            if self.rng.random() < self.spec.async_mail_rate:
-                task.executor.execute(lambda: None, "rpc")
-            return task.executor.should_interrupt()
-        return should_interrupt
+        return interrupt_check(self.rng, self.spec.async_mail_rate, task.executor, task.executor)
 
     def _acknowledger(self, attempt: int):
         return lambda checkpoint_id, snapshot: self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)
@@ -351,6 +345,17 @@ class Job:
     def advance_clock(self, now: int) -> None:
         self.now = now
         self.clock.advance_to(now)
+
+
+def interrupt_check(rng: random.Random, rate: float, task_executor, executor):
+    """``should_interrupt`` of a firing. Mail arrives concurrently in Flink (RPCs, timers): while a
+    timer fires, a foreign mail may land in the task's mailbox (with probability ``rate``) before
+    the operator's ``executor`` is asked whether to interrupt."""
+    def should_interrupt() -> bool:
+        if rng.random() < rate:
+            task_executor.execute(lambda: None, "rpc")
+        return executor.should_interrupt()
+    return should_interrupt
 
 
 class MailboxTimers:

@@ -55,6 +55,23 @@ class FlushRecord:
     horizons: dict
 
 
+def flush_processing_time_timers(operator: KeyedProcessOperator, log: list, budget: int,
+                                 name: str) -> tuple[FlushRecord, int]:
+    """FLIP-269 at end of input: every processing-time timer of ``operator`` handled by its
+    termination action; returns where the flush sits in ``log`` and the timers dropped after the
+    horizon."""
+    manager = operator.time_service_manager
+    start, clock = len(log), manager.processing_time_service.get_current_processing_time()
+    try:
+        results = manager.flush_processing_time_timers(budget)
+        results.append(("operator", operator.processing_time_service.flush(budget)))
+    except TimerFiringBudgetExceeded as error:
+        raise TimerFiringBudgetExceeded(f"operator {name}: end-of-input flush of processing-time timers exceeded "
+                                        f"its budget: {error}") from error
+    flush = FlushRecord(start, len(log), clock, {service: r.horizon for service, r in results})
+    return flush, sum(result.dropped_after_horizon for _, result in results)
+
+
 @dataclass(frozen=True)
 class EndOfData:
     """The upstream subtask has no more data (and, with drain, already sent MAX_WATERMARK)."""
@@ -449,17 +466,9 @@ class OperatorTask:
             self.on_finished(self)
 
     def _flush_processing_time_timers(self) -> None:
-        manager = self.operator.time_service_manager
-        start, clock = len(self.output_log), manager.processing_time_service.get_current_processing_time()
-        try:
-            results = manager.flush_processing_time_timers(self.config.firing_budget)
-            results.append(("operator", self.operator.processing_time_service.flush(self.config.firing_budget)))
-        except TimerFiringBudgetExceeded as error:
-            raise TimerFiringBudgetExceeded(
-                f"operator {self.name}[{self.subtask_index}]: end-of-input flush of processing-time "
-                f"timers exceeded its budget: {error}") from error
-        self.dropped_after_horizon += sum(result.dropped_after_horizon for _, result in results)
-        self.flush = FlushRecord(start, len(self.output_log), clock, {name: r.horizon for name, r in results})
+        self.flush, dropped = flush_processing_time_timers(self.operator, self.output_log, self.config.firing_budget,
+                                                           f"{self.name}[{self.subtask_index}]")
+        self.dropped_after_horizon += dropped
 
     def _drain_operator_mail(self) -> None:
         """Mail the operator put in its mailbox (``finish()`` included) runs before EndOfData."""
