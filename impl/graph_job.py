@@ -45,7 +45,6 @@ class GraphJobSpec:
     channel_capacity: int = 4
     async_mail_rate: float = 0.3
     watermark_mode: str = "corrected"  # or "flink-2.3": the watermark processor as Flink 2.3 ships it
-    processing_time: str = "steps"
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
