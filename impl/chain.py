@@ -332,6 +332,10 @@ class ChainTask(OperatorTask):
         self.output_blocked: Callable[[], bool] = lambda: False  # set by the job (back-pressure)
         self.steps = 0
         self.stranded = 0  # metric: elements that reached this task after its EndOfData
+        self.deployed = True  # FLIP-331: a task behind a blocking edge waits for its producer
+        # a blocking-output chain ends without waiting for a final checkpoint (none runs while it
+        # runs; its result is the blocking partition), unless an operator has uncommitted output
+        self.terminate_on_finish = False
 
     @property
     def head(self) -> ChainedOperator:
@@ -342,6 +346,9 @@ class ChainTask(OperatorTask):
         return self.operators[-1].log
 
     # -- running -----------------------------------------------------------------------------
+    def is_runnable(self) -> bool:
+        return self.deployed and super().is_runnable()
+
     def run_step(self) -> bool:
         ran = super().run_step()
         self.steps += 1
@@ -404,6 +411,10 @@ class ChainTask(OperatorTask):
         for output in self.network_outputs:
             output(EndOfData())
         self.state = self.FINISHED
+        if self.terminate_on_finish and not any(op.pending() for op in self.operators):
+            for op in reversed(self.operators):
+                op.close()
+            self.state = self.TERMINATED
         if self.on_finished is not None:
             self.on_finished(self)
 

@@ -35,6 +35,10 @@ class OperatorNode:
     parallelism: int
     function: str | None = None  # keyed_process / stateless: the function's name
     chaining: bool = True        # False: Flink's disableChaining()
+    # FLIP-331 OperatorAttributes: emits only after all its inputs ended (its chain's outputs block)
+    output_only_after_end_of_stream: bool = False
+    internal_sorter_supported: bool = False
+    slot_sharing_group: str = "default"
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,17 @@ class JobGraph:
 
     @property
     def source(self) -> OperatorNode:
-        return next(op for op in self.operators if op.kind == "source")
+        """The first source operator."""
+        return self.sources[0]
+
+    @property
+    def sources(self) -> list[OperatorNode]:
+        return [op for op in self.operators if op.kind == "source"]
+
+    def source_subtasks(self) -> list[tuple[str, int]]:
+        """(source operator, its subtask) for each global source index, in order: a scenario's
+        ``source`` field counts across the source operators in their order."""
+        return [(op.name, i) for op in self.sources for i in range(op.parallelism)]
 
     def topological_order(self) -> list[str]:
         order, indegree = [], {op.name: len(self.inputs(op.name)) for op in self.operators}
@@ -116,9 +130,46 @@ class JobGraph:
 
     def with_parallelism(self, chains: set[str], parallelism: int) -> "JobGraph":
         """The same graph with the operators of ``chains`` at another parallelism."""
-        ops = [OperatorNode(op.name, op.kind, parallelism if self.chain_of[op.name] in chains else op.parallelism,
-                            op.function, op.chaining) for op in self.operators]
+        from dataclasses import replace
+        ops = [replace(op, parallelism=parallelism) if self.chain_of[op.name] in chains else op for op in self.operators]
         return JobGraph(ops, list(self.edges))
+
+    # -- FLIP-331: blocking outputs and pipelined regions ---------------------------------------
+    def blocking_chains(self) -> set[str]:
+        """Chains holding an operator that emits only after end of stream: the flag marks the
+        whole chain (Flink 1.20's ``StreamingJobGraphGenerator``), whose outputs become BLOCKING."""
+        return {chain.name for chain in self.chains
+                if any(self.by_name[op].output_only_after_end_of_stream for op in chain.operators)}
+
+    def is_blocking(self, edge: Edge) -> bool:
+        return not self.is_chained(edge) and self.chain_of[edge.source] in self.blocking_chains()
+
+    def regions(self) -> list[set[str]]:
+        """Pipelined regions: chains joined by pipelined (non-blocking) network edges; a region
+        is scheduled, and restarted, as a whole."""
+        parent = {chain.name: chain.name for chain in self.chains}
+
+        def find(name: str) -> str:
+            while parent[name] != name:
+                name = parent[name]
+            return name
+        for edge in self.edges:
+            if not self.is_chained(edge) and not self.is_blocking(edge):
+                parent[find(self.chain_of[edge.source])] = find(self.chain_of[edge.target])
+        regions: dict[str, set[str]] = {}
+        for chain in self.chains:
+            regions.setdefault(find(chain.name), set()).add(chain.name)
+        order = [c.name for c in self.chains]
+        return sorted(regions.values(), key=lambda r: min(order.index(c) for c in r))
+
+    def slots_needed(self, chains: set[str]) -> int:
+        """Slots for running ``chains`` at once: per slot-sharing group, its largest parallelism."""
+        groups: dict[str, int] = {}
+        for chain in self.chains:
+            if chain.name in chains:
+                group = self.by_name[chain.head].slot_sharing_group
+                groups[group] = max(groups.get(group, 0), chain.parallelism)
+        return sum(groups.values())
 
     # -- rules -------------------------------------------------------------------------------
     def validate(self) -> None:
@@ -132,9 +183,11 @@ class JobGraph:
                 raise GraphError(f"operator {op.name!r}: parallelism must be at least 1, got {op.parallelism}")
             if (op.kind == "keyed_process" or op.kind in STATELESS) and not op.function:
                 raise GraphError(f"operator {op.name!r} ({op.kind}) needs a function")
-        sources = [op for op in self.operators if op.kind == "source"]
-        if len(sources) != 1:
-            raise GraphError(f"a job graph has exactly one source operator, found {len(sources)}")
+            if (op.output_only_after_end_of_stream or op.internal_sorter_supported) and op.kind != "keyed_process":
+                raise GraphError(f"operator {op.name!r} ({op.kind}): only a keyed_process operator declares "
+                                 f"output_only_after_end_of_stream / internal_sorter_supported")
+        if not any(op.kind == "source" for op in self.operators):
+            raise GraphError("a job graph needs a source operator")
         for edge in self.edges:
             for end in (edge.source, edge.target):
                 if end not in self.by_name:
@@ -192,24 +245,35 @@ def one_stage_graph(function: str, sources: int, parallelism: int) -> JobGraph:
 
 def graph_from_json(document: dict, sources: int) -> JobGraph:
     """``{"operators": [{name, kind, parallelism?, function?, chaining?}], "edges": [{from, to,
-    partitioning?}]}``; the source's parallelism is ``sources``, others default to 1."""
+    partitioning?}]}``; one source's parallelism is ``sources`` (several sources give theirs, adding
+    up to ``sources``), others default to 1."""
     if not isinstance(document, dict) or set(document) - {"operators", "edges"}:
         raise GraphError("graph: an object with 'operators' and 'edges'")
     operators = []
     for i, op in enumerate(document.get("operators", [])):
         if not isinstance(op, dict) or not isinstance(op.get("name"), str) or not isinstance(op.get("kind"), str):
             raise GraphError(f"graph.operators[{i}]: an object with a string name and kind")
-        unknown = set(op) - {"name", "kind", "parallelism", "function", "chaining"}
+        unknown = set(op) - {"name", "kind", "parallelism", "function", "chaining", "output_only_after_end_of_stream",
+                             "internal_sorter_supported", "slot_sharing_group"}
         if unknown:
             raise GraphError(f"graph.operators[{i}]: unknown field {sorted(unknown)[0]!r}")
-        parallelism = sources if op["kind"] == "source" else op.get("parallelism", 1)
-        if op["kind"] == "source" and op.get("parallelism", sources) != sources:
-            raise GraphError(f"graph.operators[{i}]: the source's parallelism is params.sources ({sources})")
+        single = sum(1 for o in document.get("operators", []) if isinstance(o, dict) and o.get("kind") == "source") == 1
+        parallelism = op.get("parallelism", sources if single else 1) if op["kind"] == "source" else op.get("parallelism", 1)
         if not isinstance(parallelism, int) or isinstance(parallelism, bool):
             raise GraphError(f"graph.operators[{i}]: parallelism must be an integer")
-        if not isinstance(op.get("chaining", True), bool) or not isinstance(op.get("function", ""), (str, type(None))):
-            raise GraphError(f"graph.operators[{i}]: chaining is true/false, function a name")
-        operators.append(OperatorNode(op["name"], op["kind"], parallelism, op.get("function"), op.get("chaining", True)))
+        flags = ("chaining", "output_only_after_end_of_stream", "internal_sorter_supported")
+        if any(not isinstance(op.get(f, False), bool) for f in flags) or \
+                not isinstance(op.get("function", ""), (str, type(None))) or \
+                not isinstance(op.get("slot_sharing_group", ""), str):
+            raise GraphError(f"graph.operators[{i}]: {', '.join(flags)} are true/false, function and "
+                             f"slot_sharing_group names")
+        operators.append(OperatorNode(op["name"], op["kind"], parallelism, op.get("function"), op.get("chaining", True),
+                                      op.get("output_only_after_end_of_stream", False),
+                                      op.get("internal_sorter_supported", False),
+                                      op.get("slot_sharing_group", "default")))
+    total = sum(op.parallelism for op in operators if op.kind == "source")
+    if any(op.kind == "source" for op in operators) and total != sources:
+        raise GraphError(f"graph: the sources' parallelisms add up to {total}, not params.sources ({sources})")
     edges = []
     for i, edge in enumerate(document.get("edges", [])):
         if not isinstance(edge, dict) or set(edge) - {"from", "to", "partitioning"} or \
@@ -220,7 +284,13 @@ def graph_from_json(document: dict, sources: int) -> JobGraph:
 
 
 def graph_to_json(graph: JobGraph) -> dict:
-    return {"operators": [{"name": op.name, "kind": op.kind, **({"parallelism": op.parallelism} if op.kind != "source" else {}),
+    several = len(graph.sources) > 1
+    return {"operators": [{"name": op.name, "kind": op.kind,
+                           **({"parallelism": op.parallelism} if op.kind != "source" or several else {}),
                            **({"function": op.function} if op.function else {}),
-                           **({} if op.chaining else {"chaining": False})} for op in graph.operators],
+                           **({} if op.chaining else {"chaining": False}),
+                           **({"output_only_after_end_of_stream": True} if op.output_only_after_end_of_stream else {}),
+                           **({"internal_sorter_supported": True} if op.internal_sorter_supported else {}),
+                           **({"slot_sharing_group": op.slot_sharing_group} if op.slot_sharing_group != "default"
+                              else {})} for op in graph.operators],
             "edges": [{"from": e.source, "to": e.target, "partitioning": e.partitioning} for e in graph.edges]}

@@ -45,31 +45,64 @@ class GraphJobSpec:
     channel_capacity: int = 4
     async_mail_rate: float = 0.3
     watermark_mode: str = "corrected"  # or "flink-2.3": the watermark processor as Flink 2.3 ships it
+    slots: int | None = None  # task slots of the cluster (None: enough for every task at once)
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
             raise ValueError(f"watermark_mode must be one of {', '.join(WATERMARK_MODES)}, got {self.watermark_mode!r}")
-        if len(self.sources) != self.graph.source.parallelism:
-            raise ValueError(f"{len(self.sources)} source inputs for a source of parallelism {self.graph.source.parallelism}")
+        if len(self.sources) != len(self.graph.source_subtasks()):
+            raise ValueError(f"{len(self.sources)} source inputs for {len(self.graph.source_subtasks())} source subtasks")
 
 
 class GraphSourceTask(SourceTask):
-    """A source subtask writing to every edge of the graph's source operator."""
+    """A source subtask (global index ``index``) writing to every edge of its source operator."""
+
+    deployed = True  # set by the scheduler (FLIP-331: a source behind a blocking region waits)
 
     def is_runnable(self) -> bool:
-        if self.ended or self.exhausted:
+        if self.ended or self.exhausted or not self.deployed:
             return False
         if self.offset < len(self.elements) and isinstance(self.elements[self.offset], StreamRecord):
-            return self.job.has_capacity(self.job.graph.source.name, self.index, self.elements[self.offset])
+            operator, subtask = self.job.graph.source_subtasks()[self.index]
+            return self.job.has_capacity(operator, subtask, self.elements[self.offset])
         return True
 
     def emit_next(self) -> None:
         if self.offset < len(self.elements):
             element = self.elements[self.offset]
             self.offset += 1
-            self.job.write(self.job.graph.source.name, self.index, element)
+            self.job.write(*self.job.graph.source_subtasks()[self.index], element)
             return
         super().emit_next()  # end of input: MAX_WATERMARK and EndOfData through broadcast()
+
+
+class NoResourceAvailableError(RuntimeError):
+    """A pipelined region needs more slots than the cluster has (Flink's NoResourceAvailableException)."""
+
+
+class SavepointFailedError(RuntimeError):
+    """A savepoint Flink would decline (CheckpointFailureReason)."""
+
+
+class GraphCheckpointCoordinator(CheckpointCoordinator):
+    """FLIP-331: no checkpoint while a blocking-output chain runs or its result is still being
+    read (Flink declines with BLOCKING_OUTPUT_EXIST); every trigger is logged with that state."""
+
+    def maybe_trigger(self, now: int) -> bool:
+        if self.job.blocking_phase() and not self.job.spec.config.drain and self.stop_savepoint is None \
+                and all(s.exhausted for s in self.job.sources):
+            raise SavepointFailedError("stop-with-savepoint failed: BLOCKING_OUTPUT_EXIST (a blocking-output "
+                                       "vertex has not finished)")
+        if self.job.blocking_phase():
+            if not self.pending and now >= self.next_trigger:
+                self.job.declined.append(now)
+                self.next_trigger = now + self.interval
+            return False
+        return super().maybe_trigger(now)
+
+    def trigger(self, now: int, savepoint: bool = False) -> int:
+        self.job.trigger_log.append((self.next_id, now, self.job.blocking_phase()))
+        return super().trigger(now, savepoint)
 
 
 class GraphJob:
@@ -87,7 +120,10 @@ class GraphJob:
         self.all_tasks: list[ChainTask] = []
         self.timer_delays: list[int] = []  # mailbox steps between a processing timer's mail and its run
         self.timer_mail_waiting: dict = {}  # timer mail not run yet -> (task, its step count when put)
-        self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
+        self.trigger_log: list[tuple] = []  # (checkpoint id, step, triggered in the blocking phase)
+        self.declined: list[int] = []  # steps where a checkpoint was due but declined (BLOCKING_OUTPUT_EXIST)
+        self.deploy_log: list[tuple] = []  # (attempt, step, chains of the region deployed)
+        self.coordinator = GraphCheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
         self._deploy(None)
 
@@ -121,7 +157,7 @@ class GraphJob:
                 task.receive(task.channel_index[(operator, sender)], element)
 
     def broadcast(self, source: int, element: Any) -> None:
-        self.write(self.graph.source.name, source, element)
+        self.write(*self.graph.source_subtasks()[source], element)
 
     def has_capacity(self, operator: str, sender: int, record: StreamRecord) -> bool:
         return all(self._queued(task, (operator, sender)) < self.spec.channel_capacity
@@ -153,6 +189,8 @@ class GraphJob:
         spec, graph = self.spec, self.graph
         offsets = checkpoint.source_offsets if checkpoint else [0] * len(spec.sources)
         self.sources = [GraphSourceTask(i, elements, offsets[i], self) for i, elements in enumerate(spec.sources)]
+        for source in self.sources:
+            source.deployed = False
         self.clock = ManualProcessingTimeService(start=self.now)
         self.tasks: list[ChainTask] = []
         self.task_of: dict[tuple, ChainTask] = {}
@@ -167,6 +205,64 @@ class GraphJob:
             self._restore(checkpoint)
         for task in self.tasks:
             task.open()
+        self.deployed: set[int] = set()
+        for region in graph.regions():
+            if graph.slots_needed(region) > (spec.slots or 10**9):
+                raise NoResourceAvailableError(
+                    f"pipelined region {sorted(region)} needs {graph.slots_needed(region)} slots, the cluster has "
+                    f"{spec.slots}")
+        self.schedule()
+
+    # -- FLIP-331 scheduling -----------------------------------------------------------------------
+    def _region_tasks(self, index: int) -> list[ChainTask]:
+        region = self.graph.regions()[index]
+        return [t for t in self.tasks if t.name in region]
+
+    def _region_finished(self, index: int) -> bool:
+        region = self.graph.regions()[index]
+        sources = [s for s in self.sources if self.graph.chain_of[self.graph.source_subtasks()[s.index][0]] in region]
+        return all(t.input_ended for t in self._region_tasks(index)) and all(s.ended or s.exhausted for s in sources)
+
+    def schedule(self) -> None:
+        """Deploys, in order, every region whose blocking inputs are finished and whose slots are
+        free; a region's slots are freed when all its tasks finished."""
+        graph, free = self.graph, self.spec.slots or 10**9
+        regions = graph.regions()
+        for index in self.deployed:
+            if not self._region_finished(index):
+                free -= graph.slots_needed(regions[index])
+        for index, region in enumerate(regions):
+            if index in self.deployed:
+                continue
+            producers = {graph.chain_of[e.source] for e in graph.edges if graph.is_blocking(e)
+                         and graph.chain_of[e.target] in region}
+            if not all(t.input_ended for t in self.tasks if t.name in producers):
+                continue
+            needed = graph.slots_needed(region)
+            if needed > free:
+                continue
+            free -= needed
+            self.deployed.add(index)
+            self.deploy_log.append((self.attempt, self.now, sorted(region)))
+            for task in self._region_tasks(index):
+                task.deployed = True
+            for source in self.sources:
+                if graph.chain_of[graph.source_subtasks()[source.index][0]] in region:
+                    source.deployed = True
+
+    def _task_finished(self, task: ChainTask) -> None:
+        self.coordinator.task_finished(task)
+        self.schedule()
+
+    def blocking_phase(self) -> bool:
+        """A blocking-output chain is unfinished, or a blocking result is not fully read."""
+        blocking = self.graph.blocking_chains()
+        if not blocking:
+            return False
+        if any(not t.input_ended for t in self.tasks if t.name in blocking):
+            return True
+        return any(not t.channels_ended[t.channel_index[c]] for t in self.tasks for c in t.channel_ids
+                   if self.graph.chain_of[c[0]] in blocking)
 
     def _create_task(self, chain, s: int) -> ChainTask:
         spec, task_id = self.spec, len(self.tasks)
@@ -178,7 +274,8 @@ class GraphJob:
         task.vertex_parallelism = chain.parallelism
         for index, name in enumerate(chain.operators):
             task.operators.append(self._operator(name, index, task))
-        task.on_finished = self.coordinator.task_finished
+        task.on_finished = self._task_finished
+        task.terminate_on_finish = chain.name in self.graph.blocking_chains()
         for op in task.operators:
             if isinstance(op, KeyedOperator):
                 op.watermark_processor.should_interrupt = interrupt_check(self.rng, spec.async_mail_rate,
@@ -210,7 +307,8 @@ class GraphJob:
                 if self.graph.is_chained(edge):
                     op.outputs.append(_chained(ops[edge.target]))
                 else:
-                    network.append(edge)
+                    if not self.graph.is_blocking(edge):  # a blocking result is not back-pressured
+                        network.append(edge)
                     output = _network(self, op.name, task.vertex_subtask, edge)
                     op.outputs.append(output)
                     task.network_outputs.append(output)

@@ -99,7 +99,20 @@ def _buffered(records: list[tuple], limit: float) -> list[tuple]:
     return [(key, (key, ts, number(value)), None) for key, value, ts in records]
 
 
-KEYED = {"window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
+def _end_of_stream_sums(records: list[tuple], limit: float) -> list[tuple]:
+    """A global window with the end-of-stream trigger: one (key, sum) per key, only with drain."""
+    sums: dict = {}
+    for key, value, _ in records:
+        sums[key] = sums.get(key, 0) + number(value)
+    return [(key, (key, total), 2**63 - 1) for key, total in sums.items()] if limit == float("inf") else []
+
+
+def _identity(records: list[tuple], limit: float) -> list[tuple]:
+    return list(records)
+
+
+KEYED = {"eos_window_sum": _end_of_stream_sums, "keyed_identity": _identity, "tumbling_window_sum": _windows,
+         "window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
          "timer_chain": _timer_chains, "processing_buffer": _buffered}
 STATELESS = {
     "identity": lambda key, value: [(key, value)],
@@ -109,6 +122,12 @@ STATELESS = {
     "twice": lambda key, value: [(key, value), (key, value)],
     "rekey": lambda key, value: [(f"{key}{number(value) % 3}", number(value))],
 }
+
+
+def _parallelism(source: dict, graph: dict, sources: list) -> int:
+    """A source operator's subtasks: its own parallelism, all of them when it is the only one."""
+    single = sum(1 for o in graph["operators"] if o["kind"] == "source") == 1
+    return source.get("parallelism", len(sources) if single else 1)
 
 
 def graph_reference(graph: dict, sources: list[list[tuple]], drain: bool) -> Counter:
@@ -124,8 +143,11 @@ def graph_reference(graph: dict, sources: list[list[tuple]], drain: bool) -> Cou
     while len(done) < len(ops):
         name = next(n for n in ops if n not in done and all(a in done for a, b in edges if b == n))
         op, inputs = ops[name], [r for a, b in edges if b == name for r in streams[a]]
-        if op["kind"] == "source":
-            streams[name] = [tuple(e[1:]) for source in sources for e in source if e[0] == "record"]
+        if op["kind"] == "source":  # its own subtasks' records: the sources count across source operators
+            first = sum(_parallelism(o, graph, sources) for o in graph["operators"][:graph["operators"].index(op)]
+                        if o["kind"] == "source")
+            mine = sources[first:first + _parallelism(op, graph, sources)]
+            streams[name] = [tuple(e[1:]) for source in mine for e in source if e[0] == "record"]
         elif op["kind"] == "keyed_process":
             streams[name] = KEYED[op["function"]](inputs, limit)
         elif op["kind"] in ("map", "filter", "flat_map"):

@@ -45,7 +45,8 @@ def graph_spec(scenario: Scenario, interruptible: bool | None = None) -> GraphJo
     return GraphJobSpec(graph_of(scenario), sources_of(scenario), {**FUNCTIONS, **STATELESS_FUNCTIONS},
                         max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                         config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
-                        async_mail_rate=params["async_mail_rate"], watermark_mode=params["watermark_mode"])
+                        async_mail_rate=params["async_mail_rate"], watermark_mode=params["watermark_mode"],
+                        slots=params["slots"])
 
 
 def is_graph(scenario: Scenario) -> bool:

@@ -117,8 +117,29 @@ class ProcessingTimeBuffer(KeyedProcessFunction):
         self.buffer.clear()
 
 
+class KeyedIdentity(KeyedProcessFunction):
+    """Emits each record as it comes (a keyed operator with no timers, as FLIP-331's Process2)."""
+
+    def process_element(self, value, ctx, out) -> None:
+        out.collect(value)
+
+
+def eos_window_sum():
+    """Flink's ``GlobalWindows.create_with_end_of_stream_trigger()`` window summing each key's
+    values: one ``(key, sum)`` per key at the end of input (FLIP-331 output-only-at-end)."""
+    from streamproof.impl.windows import GlobalWindows, SumAggregate, WindowOperator
+    return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), SumAggregate(number))
+
+
+def tumbling_window_sum():
+    """``TumblingEventTimeWindows.of(10)`` summing values: ``(key, window end, sum)``, as WindowSum."""
+    from streamproof.impl.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
+    return WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate(number))
+
+
 FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
-             "mailing_window_sum": MailingWindowSum, "processing_buffer": ProcessingTimeBuffer}
+             "mailing_window_sum": MailingWindowSum, "processing_buffer": ProcessingTimeBuffer,
+             "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum}
 KEYED_FUNCTIONS = FUNCTIONS
 
 # Stateless functions of job graphs: (key, value) -> the (key, value) pairs to emit.

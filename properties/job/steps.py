@@ -37,6 +37,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "processing_time": "steps",   # "steps": the simulation step; "input": moved by processing_time steps
     "graph": None,                # a job graph {operators, edges}; None: the one-stage job
     "watermark_mode": "corrected",  # job graphs: "flink-2.3" = Flink's MailboxWatermarkProcessor as shipped
+    "slots": None,                # job graphs: the cluster's task slots (FLIP-331 scheduling); None: enough
 }
 WATERMARK_MODES = ("corrected", "flink-2.3")
 SOURCE = IntKind(0, 63)
@@ -175,6 +176,9 @@ def _check_graph(params: dict) -> None:
                                op.parallelism, "semantic")
     if params["processing_time"] != "steps":
         raise TOP.expected("params", "processing_time 'steps' in a job graph", params["processing_time"], "semantic")
+    slots = params["slots"]
+    if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
+        raise TOP.expected("params", "slots: a positive integer or null", slots, "semantic")
 
 
 def graph_of(scenario: Scenario) -> JobGraph:
@@ -182,7 +186,26 @@ def graph_of(scenario: Scenario) -> JobGraph:
     params = job_params(scenario)
     if params["graph"] is None:
         return one_stage_graph(params["operator"], params["sources"], params["parallelism"])
-    return graph_from_json(params["graph"], params["sources"])
+    return with_declared_attributes(graph_from_json(params["graph"], params["sources"]))
+
+
+def with_declared_attributes(graph: JobGraph) -> JobGraph:
+    """Operators whose function declares FLIP-331 attributes (``get_operator_attributes()``, as the
+    window operator of an end-of-stream global window does) carry them in the graph."""
+    from dataclasses import replace
+
+    from streamproof.properties.job.functions import KEYED_FUNCTIONS
+    operators = []
+    for op in graph.operators:
+        declared = getattr(KEYED_FUNCTIONS[op.function](), "get_operator_attributes", None) \
+            if op.kind == "keyed_process" else None
+        if declared is not None:
+            attributes = declared()
+            op = replace(op, output_only_after_end_of_stream=op.output_only_after_end_of_stream
+                         or attributes.output_only_after_end_of_stream,
+                         internal_sorter_supported=op.internal_sorter_supported or attributes.internal_sorter_supported)
+        operators.append(op)
+    return JobGraph(operators, list(graph.edges))
 
 
 def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_timers", "unaligned", "drain")) -> None:
