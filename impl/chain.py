@@ -22,7 +22,7 @@ from streamproof.impl.task import (
     CheckpointBarrier, EndOfData, FlushRecord, MailboxWatermarkProcessor, OperatorTask, TaskConfig, TaskSnapshot,
     flush_processing_time_timers,
 )
-from streamproof.impl.timers import MIN_WATERMARK
+from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
 
 WATERMARK_MODES = ("corrected", "flink-2.3")
 LAG_STEPS = 3  # job.watermark-liveness: mailbox steps an output watermark may trail what timers reached
@@ -143,6 +143,7 @@ class KeyedOperator(ChainedOperator):
         self.interruptible = config.interruptible_timers and self.operator.use_interruptible_timers()
         self.lag = self.max_lag = 0  # mailbox steps the output watermark stood still behind the reached one
         self.emitted_before = MIN_WATERMARK
+        self.input_ended_at: int | None = None  # position in the log when MAX_WATERMARK arrived
         self.dropped_after_horizon = 0
         self.flush: FlushRecord | None = None
 
@@ -170,6 +171,8 @@ class KeyedOperator(ChainedOperator):
         self.operator.process_element(record)
 
     def process_watermark(self, timestamp: int) -> None:
+        if timestamp == MAX_WATERMARK and self.input_ended_at is None:
+            self.input_ended_at = len(self.log)  # every input ended (drain): what it emits from here is at the end
         if self.interruptible:
             self.watermark_processor.emit_watermark_inside_mailbox(timestamp)
         else:  # AbstractStreamOperator.processWatermark: advance, then emit (Flink does not dedupe)
@@ -333,8 +336,10 @@ class ChainTask(OperatorTask):
         self.steps = 0
         self.stranded = 0  # metric: elements that reached this task after its EndOfData
         self.deployed = True  # FLIP-331: a task behind a blocking edge waits for its producer
+        self.started_at: int | None = None
         # a blocking-output chain ends without waiting for a final checkpoint (none runs while it
         # runs; its result is the blocking partition), unless an operator has uncommitted output
+        # or a checkpoint waits for it (set by the job)
         self.terminate_on_finish = False
 
     @property
@@ -350,6 +355,8 @@ class ChainTask(OperatorTask):
         return self.deployed and super().is_runnable()
 
     def run_step(self) -> bool:
+        if self.started_at is None:  # metric: when it first ran (the processing-time clock is the step)
+            self.started_at = self.processing_time_service.get_current_processing_time()
         ran = super().run_step()
         self.steps += 1
         for op in self.operators:
@@ -411,12 +418,14 @@ class ChainTask(OperatorTask):
         for output in self.network_outputs:
             output(EndOfData())
         self.state = self.FINISHED
-        if self.terminate_on_finish and not any(op.pending() for op in self.operators):
-            for op in reversed(self.operators):
-                op.close()
-            self.state = self.TERMINATED
         if self.on_finished is not None:
             self.on_finished(self)
+
+    def terminate(self) -> None:
+        """Ends the task without a final checkpoint (a finished blocking-output chain)."""
+        for op in reversed(self.operators):
+            op.close()
+        self.state = self.TERMINATED
 
     # -- checkpoints -------------------------------------------------------------------------
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:

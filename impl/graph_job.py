@@ -101,7 +101,7 @@ class GraphCheckpointCoordinator(CheckpointCoordinator):
         return super().maybe_trigger(now)
 
     def trigger(self, now: int, savepoint: bool = False) -> int:
-        self.job.trigger_log.append((self.next_id, now, self.job.blocking_phase()))
+        self.job.trigger_log.append((self.job.attempt, self.next_id, now, self.job.blocking_phase()))
         return super().trigger(now, savepoint)
 
 
@@ -120,7 +120,9 @@ class GraphJob:
         self.all_tasks: list[ChainTask] = []
         self.timer_delays: list[int] = []  # mailbox steps between a processing timer's mail and its run
         self.timer_mail_waiting: dict = {}  # timer mail not run yet -> (task, its step count when put)
-        self.trigger_log: list[tuple] = []  # (checkpoint id, step, triggered in the blocking phase)
+        self.trigger_log: list[tuple] = []  # (attempt, checkpoint id, step, triggered in the blocking phase)
+        self.finish_log: list[tuple] = []  # (attempt, chain, subtask, step) when a task's input ended
+        self.layouts: list[dict] = []
         self.declined: list[int] = []  # steps where a checkpoint was due but declined (BLOCKING_OUTPUT_EXIST)
         self.deploy_log: list[tuple] = []  # (attempt, step, chains of the region deployed)
         self.coordinator = GraphCheckpointCoordinator(self, spec.checkpoint_interval)
@@ -194,6 +196,7 @@ class GraphJob:
         self.clock = ManualProcessingTimeService(start=self.now)
         self.tasks: list[ChainTask] = []
         self.task_of: dict[tuple, ChainTask] = {}
+        self.layouts.append(dict(self.layout()))  # per attempt: each chain's parallelism
         for chain in graph.chains:
             if graph.by_name[chain.head].kind == "source":
                 continue
@@ -251,7 +254,10 @@ class GraphJob:
                     source.deployed = True
 
     def _task_finished(self, task: ChainTask) -> None:
+        self.finish_log.append((self.attempt, task.name, task.vertex_subtask, self.now))
         self.coordinator.task_finished(task)
+        if task.terminate_on_finish and not self.coordinator.pending and not any(op.pending() for op in task.operators):
+            task.terminate()
         self.schedule()
 
     def blocking_phase(self) -> bool:
@@ -276,6 +282,7 @@ class GraphJob:
             task.operators.append(self._operator(name, index, task))
         task.on_finished = self._task_finished
         task.terminate_on_finish = chain.name in self.graph.blocking_chains()
+        task.deployed = False  # until the scheduler deploys its region
         for op in task.operators:
             if isinstance(op, KeyedOperator):
                 op.watermark_processor.should_interrupt = interrupt_check(self.rng, spec.async_mail_rate,

@@ -167,6 +167,15 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
         + sum(len(q) for t in job.tasks for q in t.inputs),
         "final": final,
         "layout": job.layout(),
+        "trigger_log": list(job.trigger_log),
+        "finish_log": list(job.finish_log),
+        "deploy_log": list(job.deploy_log),
+        "layouts": list(job.layouts),
+        "started": [(t.attempt, t.name, t.vertex_subtask, t.started_at) for t in job.all_tasks],
+        "declined": len(job.declined),
+        # per keyed operator of every attempt: (attempt, label, operator, log, log position at MAX_WATERMARK)
+        "keyed_logs": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.name, op.log, op.input_ended_at)
+                       for t, op in keyed],
         "chains": [c.name for c in job.graph.chains],
     }
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,

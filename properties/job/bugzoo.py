@@ -204,3 +204,107 @@ def final_committables_late():
     with patched(SinkWriter, end_input_and_finish=end_input_and_finish,
                  notify_checkpoint_complete=notify_checkpoint_complete):
         yield
+
+
+# -- FLIP-331: end-of-stream operators and blocking scheduling ------------------------------------
+@variant("end-of-stream-trigger-fires-on-any-watermark", "FLIP-331", "eos.output-only-after-end",
+         "The end-of-stream trigger registers its timer at each element's timestamp and fires on it, "
+         "instead of only at MAX_WATERMARK: a global window emits partial results mid-stream. (In "
+         "Flink the timer's namespace names its window; here the patched operator asks the trigger "
+         "about every window of the key, which is what a namespaced timer amounts to.)")
+@contextmanager
+def eos_trigger_fires_early():
+    from streamproof.impl.windows import EndOfStreamTrigger, TriggerResult, WindowOperator
+
+    def on_element(self, element, timestamp, window, ctx):
+        ctx.register_event_time_timer(timestamp)  # BUG: a timer at the element's time
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time, window, ctx):
+        return TriggerResult.FIRE  # BUG: any timer fires the window
+
+    def on_timer(self, timestamp, ctx, out):
+        self._trigger_context.timer_service = ctx.timer_service()
+        for window in list(self.contents.keys()):
+            if self.trigger.on_event_time(timestamp, window, self._trigger_context).is_fire:
+                self._emit(ctx.get_current_key(), window, out)
+
+    with patched(EndOfStreamTrigger, on_element=on_element, on_event_time=on_event_time), \
+            patched(WindowOperator, on_timer=on_timer):
+        yield
+
+
+@variant("blocking-flag-not-propagated-in-chain", "FLIP-331", "eos.no-checkpoint-while-blocking",
+         "Only a chain's last operator is asked whether it emits only at the end: a chain whose "
+         "flagged operator is followed by a chained map keeps pipelined outputs, so its consumers are "
+         "deployed at once and checkpoints run while it runs.")
+@contextmanager
+def flag_not_propagated():
+    from streamproof.impl.graph import JobGraph
+
+    def blocking_chains(self):
+        return {chain.name for chain in self.chains
+                if self.by_name[chain.operators[-1]].output_only_after_end_of_stream}  # BUG: the tail only
+
+    with patched(JobGraph, blocking_chains=blocking_chains):
+        yield
+
+
+@variant("checkpoint-while-blocking-producer-runs", "FLIP-331", "eos.no-checkpoint-while-blocking",
+         "The checkpoint coordinator ignores blocking outputs: a checkpoint is triggered while a "
+         "blocking-output vertex runs (Flink declines it with BLOCKING_OUTPUT_EXIST).")
+@contextmanager
+def checkpoint_while_blocking():
+    from streamproof.impl.graph_job import GraphCheckpointCoordinator
+    from streamproof.impl.job import CheckpointCoordinator
+
+    def maybe_trigger(self, now):
+        return CheckpointCoordinator.maybe_trigger(self, now)  # BUG: no BLOCKING_OUTPUT_EXIST check
+
+    with patched(GraphCheckpointCoordinator, maybe_trigger=maybe_trigger):
+        yield
+
+
+@variant("consumer-deployed-before-blocking-producer-finished", "FLIP-331", "eos.no-checkpoint-while-blocking",
+         "The scheduler deploys a region as soon as slots are free, without waiting for the chains "
+         "feeding it through blocking edges to finish.")
+@contextmanager
+def deployed_early():
+    from streamproof.impl.chain import ChainTask
+    from streamproof.impl.graph_job import GraphSourceTask
+    from streamproof.impl.task import OperatorTask
+
+    def task_runnable(self):
+        return OperatorTask.is_runnable(self)  # BUG: deployed or not
+
+    original = GraphSourceTask.is_runnable
+
+    def source_runnable(self):
+        self.deployed = True  # BUG: every source starts at once
+        return original(self)
+
+    with patched(ChainTask, is_runnable=task_runnable), patched(GraphSourceTask, is_runnable=source_runnable):
+        yield
+
+
+@variant("sorted-path-drops-last-key", "FLIP-331", "eos.sorted-equals-streaming",
+         "The sorted fast path closes each key's group when the next key starts and forgets the last "
+         "group: the last key's records are lost.")
+@contextmanager
+def sorted_drops_last_key():
+    from itertools import groupby
+
+    from streamproof.impl import windows
+
+    def sorted_window_aggregate(records, aggregate):
+        groups = [(key, list(group)) for key, group in groupby(windows.sort_by_key(records), key=windows._key_of)]
+        results = []
+        for key, group in groups[:-1]:  # BUG: the last key is never emitted
+            accumulator = aggregate.create_accumulator()
+            for _, value, _ in group:
+                accumulator = aggregate.add(value, accumulator)
+            results.append((key, aggregate.get_result(accumulator)))
+        return results
+
+    with patched(windows, sorted_window_aggregate=sorted_window_aggregate):
+        yield

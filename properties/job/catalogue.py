@@ -5,27 +5,13 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from streamproof.properties.job.check import CHECKS, LIVENESS, check_job, check_liveness
-from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Record, Rescale, SourceWatermark
+from streamproof.properties.job.inputs import _inputs
+from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Record, Rescale
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
 
-KEYS = ["a", "b", "c", "d", "e", 1, 2]
 WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum"]
 MAPS = ["identity", "last", "double", "even", "twice", "rekey"]
-
-
-def _inputs(draw, sources: int) -> list:
-    """Per source subtask, records with correct watermarks (never followed by a record at or below them)."""
-    steps: list = []
-    for source in range(sources):
-        ts, last_watermark = 0, None
-        for _ in range(draw(st.integers(6, 30), label="records")):
-            ts += draw(st.integers(0, 4))
-            steps.append(Record(source, draw(st.sampled_from(KEYS)), draw(st.integers(1, 5)), ts))
-            if draw(st.booleans()) and (last_watermark is None or ts - 1 > last_watermark):
-                last_watermark = ts - 1
-                steps.append(SourceWatermark(source, last_watermark))
-    return steps
 
 
 @st.composite
@@ -193,3 +179,5 @@ for _name in LIVENESS:
         check=(lambda name: lambda scenario: check_liveness(scenario, name))(_name),
         strategy=liveness_scenarios, reachability=GRAPH_REACHABILITY,
     ))
+
+from streamproof.properties.job import eos  # noqa: E402,F401 - registers the eos.* properties (FLIP-331)

@@ -1,0 +1,194 @@
+"""FLIP-331 properties (``eos.*``) of job scenarios whose graph holds an operator that emits only
+after the end of its input (a global window with the end-of-stream trigger). They read the run's
+logs against the graph's declared attributes, never the runtime's own notion of blocking:
+
+  * ``eos.output-only-after-end``: a flagged operator emits nothing before MAX_WATERMARK reached it;
+  * ``eos.no-checkpoint-while-blocking``: no checkpoint is triggered while a task of a chain holding
+    a flagged operator runs, and no task fed through a blocking edge runs before the chain feeding
+    it finished;
+  * ``eos.sorted-equals-streaming``: the sorted fast path over a flagged aggregate's input gives
+    what the streaming window operator emitted;
+  * ``eos.exactly-once``: failures in the batch phase (no checkpoint to restore: inputs re-read)
+    lose and duplicate nothing (``job.exactly-once`` on these scenarios).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import strategies as st
+
+from streamproof.impl import windows
+from streamproof.impl.windows import SumAggregate
+from streamproof.properties.job.inputs import _inputs
+from streamproof.properties.job.check import check_job, graph_spec, runs
+from streamproof.properties.job.functions import number
+from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, graph_of, sources_of
+from streamproof.properties.reach import note
+from streamproof.properties.registry import Property, register
+from streamproof.properties.scenario import Scenario
+from streamproof.properties.verdict import Verdict
+
+
+def _flagged(scenario: Scenario) -> tuple:
+    graph = graph_of(scenario)
+    flagged = {op.name for op in graph.operators if op.output_only_after_end_of_stream}
+    chains = {graph.chain_of[name] for name in flagged}
+    return graph, flagged, chains
+
+
+def _run(scenario: Scenario, prop: str):
+    faulty, _ = runs(scenario)
+    if isinstance(faulty, str):
+        return Verdict(prop, False, [], "job-finishes", faulty)
+    if faulty.metrics.get("declined"):
+        note("checkpoint declined while blocking (BLOCKING_OUTPUT_EXIST)")
+    if any(e[0] == "failover" for e in faulty.events):
+        note("failure during an end-of-stream job")
+    return faulty
+
+
+def _output_only_after_end(scenario: Scenario, run) -> tuple | None:
+    _, flagged, _ = _flagged(scenario)
+    for attempt, label, name, log, ended_at in run.metrics["keyed_logs"]:
+        if name not in flagged:
+            continue
+        first = next((i for i, e in enumerate(log) if e[0] == "record"), None)
+        if first is not None and (ended_at is None or first < ended_at):
+            return ("no-output-before-end-of-input",
+                    f"attempt {attempt} {label} emitted {log[first][1]!r} before MAX_WATERMARK reached it")
+    return None
+
+
+def _scheduling(scenario: Scenario, run) -> tuple | None:
+    graph, _, chains = _flagged(scenario)
+    finished: dict = {}
+    for attempt, chain, subtask, step in run.metrics["finish_log"]:
+        finished.setdefault((attempt, chain), {})[subtask] = step
+
+    def done_at(attempt: int, chain: str) -> int | None:
+        """When every subtask of ``chain`` had finished in that attempt (None: not all did)."""
+        steps = finished.get((attempt, chain), {})
+        return max(steps.values()) if len(steps) == run.metrics["layouts"][attempt][chain] else None
+
+    for attempt, _, step, _ in run.metrics["trigger_log"]:
+        for chain in chains:
+            end = done_at(attempt, chain)
+            if end is None or end > step:
+                return ("no-checkpoint-while-blocking",
+                        f"attempt {attempt}: a checkpoint was triggered at step {step} while {chain} ran")
+    feeds = {(graph.chain_of[e.source], graph.chain_of[e.target]) for e in graph.edges
+             if graph.chain_of[e.source] in chains and not graph.is_chained(e)}
+    for attempt, chain, subtask, started in run.metrics["started"]:
+        for producer, consumer in feeds:
+            if consumer == chain and started is not None:
+                end = done_at(attempt, producer)
+                if end is None or end > started:
+                    return ("consumer-runs-after-producer-finished",
+                            f"attempt {attempt}: {chain}[{subtask}] ran at step {started} before {producer} finished")
+    return None
+
+
+def _sorted_equals_streaming(scenario: Scenario, run) -> tuple | None:
+    """In the failure-free run, each flagged ``eos_window_sum`` reading sources directly emitted what
+    the sorted path computes from those sources' records."""
+    _, reference = runs(scenario)
+    graph, flagged, _ = _flagged(scenario)
+    subtasks = graph.source_subtasks()
+    inputs = sources_of(scenario)
+    for name in flagged:
+        node = graph.by_name[name]
+        ins = graph.inputs(name)
+        if node.function != "eos_window_sum" or any(graph.by_name[e.source].kind != "source" for e in ins):
+            continue
+        feeding = {e.source for e in ins}
+        records = [(r.key, r.value, r.timestamp) for i, (op, _) in enumerate(subtasks) if op in feeding
+                   for r in inputs[i] if hasattr(r, "key")]
+        want = Counter(windows.sorted_window_aggregate(records, SumAggregate(number)))
+        got = Counter(e[1] for attempt, _, op, log, _ in reference.metrics["keyed_logs"] if op == name
+                      for e in log if e[0] == "record")
+        note("sorted path compared")
+        if got != want:
+            extra, missing = sorted(got - want, key=repr)[:3], sorted(want - got, key=repr)[:3]
+            return "sorted-equals-streaming", f"{name}: streaming extra {extra}, missing {missing}"
+    return None
+
+
+CHECKS = {
+    "eos.output-only-after-end": _output_only_after_end,
+    "eos.no-checkpoint-while-blocking": _scheduling,
+    "eos.sorted-equals-streaming": _sorted_equals_streaming,
+}
+
+
+def check_eos(scenario: Scenario, prop: str) -> Verdict:
+    if prop == "eos.exactly-once":
+        verdict = check_job(scenario, "job.exactly-once")
+        return Verdict(prop, verdict.holds, verdict.observed, verdict.invariant, verdict.message)
+    run = _run(scenario, prop)
+    if isinstance(run, Verdict):
+        return run
+    problem = CHECKS[prop](scenario, run)
+    return Verdict(prop, False, [], *problem) if problem else Verdict(prop, True, [])
+
+
+@st.composite
+def eos_scenarios(draw) -> Scenario:
+    """FLIP-331 jobs: source1 -> keyBy -> end-of-stream window (sometimes a chained map after it) ->
+    keyBy -> a keyed operator (sometimes also fed by a second source: FLIP-331's example) -> sink;
+    slot-sharing groups and 2 slots or plenty; failures, also inside interrupted firings."""
+    second = draw(st.booleans(), label="second source")
+    slots = draw(st.sampled_from([None, 2])) if second else None  # FLIP-331's example: 4 groups, 2 slots
+    p1, p2 = (1, 1) if slots else (draw(st.integers(1, 2)), draw(st.integers(1, 3)))
+    operators = [{"name": "source1", "kind": "source", "parallelism": 1, "slot_sharing_group": "s1"},
+                 {"name": "process1", "kind": "keyed_process", "parallelism": p1, "function": "eos_window_sum",
+                  "slot_sharing_group": "p1"}]
+    edges = [{"from": "source1", "to": "process1", "partitioning": "keyed"}]
+    last = "process1"
+    if draw(st.booleans(), label="chained map"):
+        operators.append({"name": "map", "kind": "flat_map", "parallelism": p1, "function": "identity",
+                          "slot_sharing_group": "p1"})
+        edges.append({"from": "process1", "to": "map", "partitioning": "forward"})
+        last = "map"
+    operators.append({"name": "process2", "kind": "keyed_process", "parallelism": p2,
+                      "function": draw(st.sampled_from(["keyed_identity", "processing_buffer"])),
+                      "slot_sharing_group": "p2"})
+    operators.append({"name": "sink", "kind": "sink", "parallelism": p2, "slot_sharing_group": "p2"})
+    edges += [{"from": last, "to": "process2", "partitioning": "keyed"},
+              {"from": "process2", "to": "sink", "partitioning": "forward"}]
+    sources = 1
+    if second:
+        operators.insert(2, {"name": "source2", "kind": "source", "parallelism": 1, "slot_sharing_group": "s2"})
+        edges.append({"from": "source2", "to": "process2", "partitioning": "keyed"})
+        sources = 2
+    steps = _inputs(draw, sources)
+    for _ in range(draw(st.integers(0, 2), label="failures")):
+        steps.append(Fail(draw(st.integers(1, 300)), None))
+    if draw(st.booleans()):
+        steps.append(FailInInterruptedFiring(draw(st.integers(1, 4)), None))
+    params = {"graph": {"operators": operators, "edges": edges}, "sources": sources,
+              "max_parallelism": draw(st.sampled_from([4, 8])), "checkpoint_interval": draw(st.integers(2, 20)),
+              "unaligned": draw(st.booleans()), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
+              "seed": draw(st.integers(0, 2**16)), "slots": slots}
+    return Scenario(family="job", steps=tuple(steps), params=params)
+
+
+SUMMARIES = {
+    "eos.output-only-after-end": "An operator that emits only after end of stream (FLIP-331) emits nothing "
+                                 "before MAX_WATERMARK reached it.",
+    "eos.no-checkpoint-while-blocking": "No checkpoint is triggered while a blocking-output chain runs, and no "
+                                        "region is deployed before the chains feeding it through blocking edges "
+                                        "finished.",
+    "eos.sorted-equals-streaming": "The sorted fast path of an end-of-stream aggregate gives what the streaming "
+                                   "window operator emits.",
+    "eos.exactly-once": "Failures in the batch phase (inputs re-read, no checkpoint) and later lose and "
+                        "duplicate nothing.",
+}
+REACHABILITY = ("failure during an end-of-stream job", "checkpoint declined while blocking (BLOCKING_OUTPUT_EXIST)")
+
+for _name, _summary in SUMMARIES.items():
+    register(Property(name=_name, family="job", summary=_summary,
+                      check=(lambda name: lambda scenario: check_eos(scenario, name))(_name),
+                      strategy=eos_scenarios, reachability=REACHABILITY))
+
+_ = graph_spec  # (the runs go through properties.job.check)
