@@ -90,7 +90,7 @@ class GraphCheckpointCoordinator(CheckpointCoordinator):
 
     def maybe_trigger(self, now: int) -> bool:
         if self.job.blocking_phase() and not self.job.spec.config.drain and self.stop_savepoint is None \
-                and all(s.exhausted for s in self.job.sources):
+                and all(s.exhausted or not s.deployed for s in self.job.sources):
             raise SavepointFailedError("stop-with-savepoint failed: BLOCKING_OUTPUT_EXIST (a blocking-output "
                                        "vertex has not finished)")
         if self.job.blocking_phase():
