@@ -1,6 +1,7 @@
 """FLIP-331 properties (``eos.*``) of job scenarios whose graph holds an operator that emits only
 after the end of its input (a global window with the end-of-stream trigger). They read the run's
-logs against the graph's declared attributes, never the runtime's own notion of blocking:
+logs against the graph's declared attributes with the predicates of ``model/eos.py``, never the
+runtime's own notion of blocking:
 
   * ``eos.output-only-after-end``: a flagged operator emits nothing before MAX_WATERMARK reached it;
   * ``eos.no-checkpoint-while-blocking``: no checkpoint is triggered while a task of a chain holding
@@ -19,6 +20,7 @@ from collections import Counter
 from hypothesis import strategies as st
 
 from streamproof.impl import windows
+from streamproof.model import eos as eos_model
 from streamproof.impl.windows import SumAggregate
 from streamproof.properties.job.inputs import _inputs
 from streamproof.properties.job.check import check_job, graph_spec, runs
@@ -51,41 +53,24 @@ def _run(scenario: Scenario, prop: str):
 def _output_only_after_end(scenario: Scenario, run) -> tuple | None:
     _, flagged, _ = _flagged(scenario)
     for attempt, label, name, log, ended_at in run.metrics["keyed_logs"]:
-        if name not in flagged:
-            continue
-        first = next((i for i, e in enumerate(log) if e[0] == "record"), None)
-        if first is not None and (ended_at is None or first < ended_at):
-            return ("no-output-before-end-of-input",
-                    f"attempt {attempt} {label} emitted {log[first][1]!r} before MAX_WATERMARK reached it")
+        problem = eos_model.output_only_after_end(f"attempt {attempt} {label}", log, ended_at) \
+            if name in flagged else None
+        if problem:
+            return "no-output-before-end-of-input", problem
     return None
 
 
 def _scheduling(scenario: Scenario, run) -> tuple | None:
     graph, _, chains = _flagged(scenario)
-    finished: dict = {}
-    for attempt, chain, subtask, step in run.metrics["finish_log"]:
-        finished.setdefault((attempt, chain), {})[subtask] = step
-
-    def done_at(attempt: int, chain: str) -> int | None:
-        """When every subtask of ``chain`` had finished in that attempt (None: not all did)."""
-        steps = finished.get((attempt, chain), {})
-        return max(steps.values()) if len(steps) == run.metrics["layouts"][attempt][chain] else None
-
-    for attempt, _, step, _ in run.metrics["trigger_log"]:
-        for chain in chains:
-            end = done_at(attempt, chain)
-            if end is None or end > step:
-                return ("no-checkpoint-while-blocking",
-                        f"attempt {attempt}: a checkpoint was triggered at step {step} while {chain} ran")
+    m = run.metrics
+    problem = eos_model.no_checkpoint_while_blocking(m["trigger_log"], m["finish_log"], m["layouts"], chains)
+    if problem:
+        return "no-checkpoint-while-blocking", problem
     feeds = {(graph.chain_of[e.source], graph.chain_of[e.target]) for e in graph.edges
              if graph.chain_of[e.source] in chains and not graph.is_chained(e)}
-    for attempt, chain, subtask, started in run.metrics["started"]:
-        for producer, consumer in feeds:
-            if consumer == chain and started is not None:
-                end = done_at(attempt, producer)
-                if end is None or end > started:
-                    return ("consumer-runs-after-producer-finished",
-                            f"attempt {attempt}: {chain}[{subtask}] ran at step {started} before {producer} finished")
+    problem = eos_model.consumers_after_producers(m["started"], m["finish_log"], m["layouts"], feeds)
+    if problem:
+        return "consumer-runs-after-producer-finished", problem
     return None
 
 
