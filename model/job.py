@@ -107,11 +107,20 @@ def _end_of_stream_sums(records: list[tuple], limit: float) -> list[tuple]:
     return [(key, (key, total), 2**63 - 1) for key, total in sums.items()] if limit == float("inf") else []
 
 
+def _end_of_stream_co_group(records: list[tuple], limit: float) -> list[tuple]:
+    """Values tagged ("L", v) / ("R", v): per key (left count, left sum, right count, right sum)."""
+    sides: dict = {}
+    for key, (side, value), _ in records:
+        sides.setdefault(key, {"L": [], "R": []})[side].append(number(value))
+    return [(key, (key, (len(s["L"]), sum(s["L"]), len(s["R"]), sum(s["R"]))), 2**63 - 1)
+            for key, s in sides.items()] if limit == float("inf") else []
+
+
 def _identity(records: list[tuple], limit: float) -> list[tuple]:
     return list(records)
 
 
-KEYED = {"eos_window_sum": _end_of_stream_sums, "keyed_identity": _identity, "tumbling_window_sum": _windows,
+KEYED = {"eos_window_sum": _end_of_stream_sums, "eos_co_group": _end_of_stream_co_group, "keyed_identity": _identity, "tumbling_window_sum": _windows,
          "window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
          "timer_chain": _timer_chains, "processing_buffer": _buffered}
 STATELESS = {
@@ -121,6 +130,8 @@ STATELESS = {
     "even": lambda key, value: [(key, value)] if number(value) % 2 == 0 else [],
     "twice": lambda key, value: [(key, value), (key, value)],
     "rekey": lambda key, value: [(f"{key}{number(value) % 3}", number(value))],
+    "tag_left": lambda key, value: [(key, ("L", value))],
+    "tag_right": lambda key, value: [(key, ("R", value))],
 }
 
 

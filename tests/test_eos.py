@@ -141,7 +141,7 @@ def test_eos_reachability():
     """Failures do land in the batch phase and checkpoints are declined there."""
     result = explore(registry.get("eos.exactly-once"), examples=200, seed=3)
     assert result.holds, result.message
-    other = explore(registry.get("eos.no-checkpoint-while-blocking"), examples=200, seed=3)
+    other = explore(registry.get("eos.sorted-equals-streaming"), examples=200, seed=3)
     assert other.holds, other.message
     print("\neos reachability:", dict(sorted(other.reach.items())))
     for label in REACHABILITY:

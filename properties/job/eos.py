@@ -24,7 +24,7 @@ from streamproof.model import eos as eos_model
 from streamproof.impl.windows import SumAggregate
 from streamproof.properties.job.inputs import _inputs
 from streamproof.properties.job.check import check_job, graph_spec, runs
-from streamproof.properties.job.functions import number
+from streamproof.properties.job.functions import count_and_sum, number
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, graph_of, sources_of
 from streamproof.properties.reach import note
 from streamproof.properties.registry import Property, register
@@ -81,15 +81,24 @@ def _sorted_equals_streaming(scenario: Scenario, run) -> tuple | None:
     graph, flagged, _ = _flagged(scenario)
     subtasks = graph.source_subtasks()
     inputs = sources_of(scenario)
+    def records_of(operators: set) -> list:
+        return [(r.key, r.value, r.timestamp) for i, (op, _) in enumerate(subtasks) if op in operators
+                for r in inputs[i] if hasattr(r, "key")]
+
     for name in flagged:
         node = graph.by_name[name]
         ins = graph.inputs(name)
-        if node.function != "eos_window_sum" or any(graph.by_name[e.source].kind != "source" for e in ins):
+        if node.function == "eos_window_sum" and all(graph.by_name[e.source].kind == "source" for e in ins):
+            want = Counter(windows.sorted_window_aggregate(records_of({e.source for e in ins}), SumAggregate(number)))
+        elif node.function == "eos_co_group" and all(
+                graph.by_name[e.source].function in ("tag_left", "tag_right")
+                and all(graph.by_name[f.source].kind == "source" for f in graph.inputs(e.source)) for e in ins):
+            sides = {graph.by_name[e.source].function: {f.source for f in graph.inputs(e.source)} for e in ins}
+            note("sorted co_group compared")
+            want = Counter(windows.sorted_co_group(records_of(sides.get("tag_left", set())),
+                                                   records_of(sides.get("tag_right", set())), count_and_sum))
+        else:
             continue
-        feeding = {e.source for e in ins}
-        records = [(r.key, r.value, r.timestamp) for i, (op, _) in enumerate(subtasks) if op in feeding
-                   for r in inputs[i] if hasattr(r, "key")]
-        want = Counter(windows.sorted_window_aggregate(records, SumAggregate(number)))
         got = Counter(e[1] for attempt, _, op, log, _ in reference.metrics["keyed_logs"] if op == name
                       for e in log if e[0] == "record")
         note("sorted path compared")
@@ -122,6 +131,8 @@ def eos_scenarios(draw) -> Scenario:
     """FLIP-331 jobs: source1 -> keyBy -> end-of-stream window (sometimes a chained map after it) ->
     keyBy -> a keyed operator (sometimes also fed by a second source: FLIP-331's example) -> sink;
     slot-sharing groups and 2 slots or plenty; failures, also inside interrupted firings."""
+    if draw(st.integers(0, 3), label="co_group") == 3:
+        return draw(co_group_scenarios())
     second = draw(st.booleans(), label="second source")
     slots = draw(st.sampled_from([None, 2])) if second else None  # FLIP-331's example: 4 groups, 2 slots
     p1, p2 = (1, 1) if slots else (draw(st.integers(1, 2)), draw(st.integers(1, 3)))
@@ -158,6 +169,31 @@ def eos_scenarios(draw) -> Scenario:
     return Scenario(family="job", steps=tuple(steps), params=params)
 
 
+@st.composite
+def co_group_scenarios(draw) -> Scenario:
+    """FLIP-331's co_group workload: two sources, each tagged by a map, co-grouped per key in an
+    end-of-stream global window, then a keyed operator and a sink."""
+    p = draw(st.integers(1, 2))
+    operators = [{"name": "left", "kind": "source", "parallelism": 1}, {"name": "right", "kind": "source", "parallelism": 1},
+                 {"name": "tag_l", "kind": "map", "parallelism": 1, "function": "tag_left"},
+                 {"name": "tag_r", "kind": "map", "parallelism": 1, "function": "tag_right"},
+                 {"name": "co_group", "kind": "keyed_process", "parallelism": p, "function": "eos_co_group"},
+                 {"name": "process2", "kind": "keyed_process", "parallelism": p, "function": "keyed_identity"},
+                 {"name": "sink", "kind": "sink", "parallelism": p}]
+    edges = [{"from": "left", "to": "tag_l"}, {"from": "right", "to": "tag_r"},
+             {"from": "tag_l", "to": "co_group", "partitioning": "keyed"},
+             {"from": "tag_r", "to": "co_group", "partitioning": "keyed"},
+             {"from": "co_group", "to": "process2", "partitioning": "keyed"}, {"from": "process2", "to": "sink"}]
+    steps = _inputs(draw, 2)
+    for _ in range(draw(st.integers(0, 2), label="failures")):
+        steps.append(Fail(draw(st.integers(1, 300)), None))
+    params = {"graph": {"operators": operators, "edges": edges}, "sources": 2,
+              "max_parallelism": draw(st.sampled_from([4, 8])), "checkpoint_interval": draw(st.integers(2, 20)),
+              "unaligned": draw(st.booleans()), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
+              "seed": draw(st.integers(0, 2**16))}
+    return Scenario(family="job", steps=tuple(steps), params=params)
+
+
 SUMMARIES = {
     "eos.output-only-after-end": "An operator that emits only after end of stream (FLIP-331) emits nothing "
                                  "before MAX_WATERMARK reached it.",
@@ -169,7 +205,8 @@ SUMMARIES = {
     "eos.exactly-once": "Failures in the batch phase (inputs re-read, no checkpoint) and later lose and "
                         "duplicate nothing.",
 }
-REACHABILITY = ("failure during an end-of-stream job", "checkpoint declined while blocking (BLOCKING_OUTPUT_EXIST)")
+REACHABILITY = ("failure during an end-of-stream job", "checkpoint declined while blocking (BLOCKING_OUTPUT_EXIST)",
+                "sorted path compared", "sorted co_group compared")
 
 for _name, _summary in SUMMARIES.items():
     register(Property(name=_name, family="job", summary=_summary,

@@ -131,6 +131,19 @@ def eos_window_sum():
     return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), SumAggregate(number))
 
 
+def count_and_sum(key, lefts, rights, out) -> None:
+    """The co-group of one key: (left count, left sum, right count, right sum)."""
+    out.collect((len(lefts), sum(number(v) for v in lefts), len(rights), sum(number(v) for v in rights)))
+
+
+def eos_co_group():
+    """FLIP-331's co_group workload: two inputs tagged by ``tag_left`` / ``tag_right``, grouped per
+    key in a global window with the end-of-stream trigger: one ``(key, count_and_sum)`` per key."""
+    from streamproof.impl.windows import CoGroupWindowFunction, GlobalWindows, WindowOperator
+    return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), CoGroupWindowFunction(count_and_sum),
+                          kind="process")
+
+
 def tumbling_window_sum():
     """``TumblingEventTimeWindows.of(10)`` summing values: ``(key, window end, sum)``, as WindowSum."""
     from streamproof.impl.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
@@ -139,7 +152,8 @@ def tumbling_window_sum():
 
 FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
              "mailing_window_sum": MailingWindowSum, "processing_buffer": ProcessingTimeBuffer,
-             "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum}
+             "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum,
+             "eos_co_group": eos_co_group}
 KEYED_FUNCTIONS = FUNCTIONS
 
 # Stateless functions of job graphs: (key, value) -> the (key, value) pairs to emit.
@@ -150,4 +164,6 @@ STATELESS_FUNCTIONS = {
     "even": lambda key, value: [(key, value)] if number(value) % 2 == 0 else [],
     "twice": lambda key, value: [(key, value), (key, value)],
     "rekey": lambda key, value: [(f"{key}{number(value) % 3}", number(value))],
+    "tag_left": lambda key, value: [(key, ("L", value))],   # a co_group's two inputs (windows.tag_left)
+    "tag_right": lambda key, value: [(key, ("R", value))],
 }
