@@ -40,7 +40,7 @@ def _flagged(scenario: Scenario) -> tuple:
 
 
 def _run(scenario: Scenario, prop: str):
-    faulty, _ = runs(scenario)
+    faulty, _ = runs(scenario, on_graph=True)  # a one-stage job runs as its graph (nothing flagged: holds)
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     if faulty.metrics.get("declined"):
@@ -77,7 +77,7 @@ def _scheduling(scenario: Scenario, run) -> tuple | None:
 def _sorted_equals_streaming(scenario: Scenario, run) -> tuple | None:
     """In the failure-free run, each flagged ``eos_window_sum`` reading sources directly emitted what
     the sorted path computes from those sources' records."""
-    _, reference = runs(scenario)
+    _, reference = runs(scenario, on_graph=True)
     graph, flagged, _ = _flagged(scenario)
     subtasks = graph.source_subtasks()
     inputs = sources_of(scenario)
