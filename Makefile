@@ -26,7 +26,7 @@ java:
 
 ## make run: the main job: a Spark campaign over every registered property on embedded Spark
 ## (local[*]), sized to a few minutes on 2 cores; prints the summary table and the report path.
-RUN_SEEDS ?= 80
+RUN_SEEDS ?= 64
 RUN_EXAMPLES ?= 15
 run: $(STAMP) java
 	$(VENV)/bin/streamproof campaign --master 'local[*]' --campaign run --seeds $(RUN_SEEDS) --examples $(RUN_EXAMPLES) --out results

@@ -197,6 +197,7 @@ class GraphJob:
         self.tasks: list[ChainTask] = []
         self.task_of: dict[tuple, ChainTask] = {}
         self.layouts.append(dict(self.layout()))  # per attempt: each chain's parallelism
+        self.blocking = graph.blocking_chains()  # chains with blocking outputs (asked once per attempt)
         for chain in graph.chains:
             if graph.by_name[chain.head].kind == "source":
                 continue
@@ -262,7 +263,7 @@ class GraphJob:
 
     def blocking_phase(self) -> bool:
         """A blocking-output chain is unfinished, or a blocking result is not fully read."""
-        blocking = self.graph.blocking_chains()
+        blocking = self.blocking
         if not blocking:
             return False
         if any(not t.input_ended for t in self.tasks if t.name in blocking):
