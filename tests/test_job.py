@@ -80,7 +80,9 @@ def test_timers_registered_in_callbacks_survive_failures():
 
 @pytest.mark.parametrize("name", JOB_PROPERTIES)
 def test_job_property_holds(name):
-    result = explore(registry.get(name), examples=settings().max_examples, seed=0)
+    """Half the profile's examples per property (15 job-family properties share the suite's time
+    budget; test_job_reachability and the bug zoo explore more, the campaign profile far more)."""
+    result = explore(registry.get(name), examples=max(50, settings().max_examples // 2), seed=0)
     assert result.holds, f"{result.invariant}: {result.message}"
 
 
