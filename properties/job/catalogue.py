@@ -180,4 +180,6 @@ for _name in LIVENESS:
         strategy=liveness_scenarios, reachability=GRAPH_REACHABILITY,
     ))
 
-from streamproof.properties.job import eos  # noqa: E402,F401 - registers the eos.* properties (FLIP-331)
+from streamproof.properties.job import eos  # noqa: E402 - registers the eos.* properties (FLIP-331)
+
+EOS_PROPERTIES = tuple(eos.SUMMARIES)
