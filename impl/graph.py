@@ -1,6 +1,6 @@
 """A job graph: operators joined by forward and keyed edges, and the chains Flink builds from it.
 
-Operator kinds: ``source`` (exactly one; its subtasks read the scenario's inputs),
+Operator kinds: ``source`` (one or more; their subtasks read the scenario's inputs, in order),
 ``keyed_process`` (a :class:`~streamproof.impl.operators.KeyedProcessFunction`; every input edge
 keyed, or forward from another keyed_process, as ``DataStreamUtils.reinterpretAsKeyedStream``:
 records keep the key they were emitted under), ``map``/``filter``/``flat_map`` (stateless), ``sink`` (the two-phase-commit sink),
