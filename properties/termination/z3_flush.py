@@ -18,6 +18,7 @@ from __future__ import annotations
 import z3
 
 from streamproof.properties.z3kit import TransitionSystem
+from streamproof.properties.z3models import ModelVariant, Z3Model
 
 SLOTS = 3
 CANCEL, TRIGGER, WAIT = 0, 1, 2
@@ -27,16 +28,20 @@ VARIANTS = {
     "cancel-fires": "a CANCEL timer fires in the flush like a TRIGGER one",
     "ends-with-timers-pending": "the flush ends while timers are still pending (they stay behind finish())",
 }
+REFUTES = {"no-horizon": "nothing-fires-after-the-horizon", "head-only": "trigger-and-wait-fire-once",
+           "cancel-fires": "trigger-and-wait-fire-once", "ends-with-timers-pending": "nothing-pending-once-flushed"}
+REPRODUCED_BY = {"head-only": "bugzoo:flush-handles-head-only", "no-horizon": None,
+                 "cancel-fires": None, "ends-with-timers-pending": None}
 
 
 def _max(a, b):
     return z3.If(a >= b, a, b)
 
 
-def flush_system(variant: str | None = None) -> TransitionSystem:
+def flush_system(variant: str | None = None, size: int = SLOTS) -> TransitionSystem:
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r} of model flush (known: {', '.join(VARIANTS)})")
-    slots = range(SLOTS)
+    slots = range(size)
     per_slot = {"pend": "bool", "ts": "int", "act": "int", "cur_orig": "bool",
                 "orig": "bool", "oact": "int", "handled": "bool", "ofired": "int"}
     variables = {"phase": "int", "horizon": "int", "has_horizon": "bool", "clock": "int",
@@ -160,6 +165,34 @@ def flush_system(variant: str | None = None) -> TransitionSystem:
     return system
 
 
+def to_scenario(trace: list, variant: str | None) -> dict:
+    """A ``termination`` scenario of the registrations made before ``start_flush``: one ``timer``
+    record per registration (key ``slot<i>``, its action, the time far beyond the run so nothing is
+    due before end of input), drained at the end; checked by ``termination.fires-once``."""
+    steps, seen = [], set()
+    for action, params, _ in trace:
+        if action == "start_flush":
+            break
+        if action == "register" and (params["slot"], params["ts"]) not in seen:
+            seen.add((params["slot"], params["ts"]))
+            steps.append({"op": "timer", "source": 0, "key": f"slot{params['slot']}", "pts": FAR + params["ts"],
+                          "action": ("CANCEL", "TRIGGER", "WAIT")[params["action"]]})
+    return {"format": "streamproof.scenario/1", "family": "termination", "property": "termination.fires-once",
+            "description": f"z3 model flush, variant {variant}: the registrations of its counterexample, "
+                           "then end of input with drain",
+            "params": {"sources": 1, "parallelism": 1, "drain": True, "seed": 0}, "steps": steps}
+
+
+FAR = 1_000_000  # processing time the scenario's run never reaches before end of input
+
+MODEL = Z3Model(
+    name="flush", family="termination",
+    summary="FLIP-269 end-of-input flush of one timer service",
+    abstracts="one service and its timer slots; keys, event time, the mailbox and failures are left "
+              "out (the lifecycle model has them); timestamps are unbounded integers",
+    build=flush_system, k=1, depth=8, size_name="timers", size=SLOTS, to_scenario=to_scenario,
+    variants={name: ModelVariant(name, "FLIP-269", text, REFUTES[name], REPRODUCED_BY[name])
+              for name, text in VARIANTS.items()})
 MODELS = {"flush": flush_system}
 
 

@@ -1,0 +1,132 @@
+"""The z3 models ``streamproof prove`` runs (docs/prove.md): each a transition system with its
+invariants, the known-bug variants that must be refuted, what it abstracts away, and how a
+counterexample becomes a scenario file replayed on the implementation.
+
+A variant names how the implementation reproduces it (``reproduced_by``): ``bugzoo:NAME`` (the bug
+zoo's patch of that name) or ``protocol:MODE`` (the scenario's ``params.protocol``, valve family).
+:func:`replay_counterexample` runs a counterexample's scenario both ways: reproduced (must fail its
+property) and on the correct implementation (must hold).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from streamproof.properties.z3kit import Outcome, TransitionSystem, bmc, prove
+
+
+@dataclass(frozen=True)
+class ModelVariant:
+    name: str
+    source: str                  # a JIRA id, a seed document, or "streamproof"
+    description: str
+    refutes: str                 # the invariant its counterexample breaks
+    reproduced_by: str | None    # "bugzoo:NAME", "protocol:MODE", or None (no implementation counterpart)
+
+
+@dataclass(frozen=True)
+class Z3Model:
+    name: str
+    family: str                  # the scenario family its counterexamples become
+    summary: str
+    abstracts: str               # what the model leaves out, one sentence
+    build: Callable[[str | None, int], TransitionSystem]   # (variant or None, size) -> system
+    variants: dict[str, ModelVariant]
+    k: int                       # the induction depth that proves it
+    depth: int                   # how deep BMC looks for counterexamples
+    size_name: str               # the model's main bound ("timers", "subtasks", ...)
+    size: int                    # its default value
+    to_scenario: Callable[[list, str | None], dict] | None = None  # (trace, variant) -> scenario dict
+    bounded: tuple[str, ...] = field(default=())  # invariants checked by BMC only (bounded liveness)
+
+
+_MODULES = (
+    "streamproof.properties.termination.z3_flush",
+    "streamproof.properties.job.z3_lifecycle",
+    "streamproof.properties.valve.z3_valve",
+    "streamproof.properties.snapshots.z3_versions",
+)
+
+
+def models() -> dict[str, Z3Model]:
+    """Every model, by name, in the order of ``_MODULES`` (each module's ``MODEL``)."""
+    found = {}
+    for name in _MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            continue
+        found[module.MODEL.name] = module.MODEL
+    return found
+
+
+def check_model(model: Z3Model, variant: str | None = None, k: int | None = None,
+                depth: int | None = None, size: int | None = None) -> list[Outcome]:
+    """The correct model: every invariant proved by k-induction (the ``bounded`` ones: BMC only).
+    A variant: BMC on every invariant (the one it refutes first)."""
+    if variant is not None and variant not in model.variants:
+        raise ValueError(f"unknown variant {variant!r} of model {model.name} "
+                         f"(known: {', '.join(model.variants) or 'none'})")
+    system = model.build(variant, model.size if size is None else size)
+    k = model.k if k is None else k
+    depth = model.depth if depth is None else depth
+    if variant is not None:
+        first = model.variants[variant].refutes
+        names = [first] + [n for n in system.invariants if n != first]
+        return [bmc(system, name, depth) for name in names]
+    inductive = TransitionSystem(system.name, system.variables, system.init, system.actions,
+                                 {n: f for n, f in system.invariants.items() if n not in model.bounded},
+                                 system.description)
+    outcomes = prove(inductive, k, depth)
+    return outcomes + [bmc(system, name, depth) for name in model.bounded]
+
+
+def counterexample_scenario(model: Z3Model, variant: str, outcome: Outcome) -> dict:
+    """The scenario of a variant's counterexample, with its name, description and property."""
+    if model.to_scenario is None:
+        raise ValueError(f"model {model.name} has no scenario mapping")
+    scenario = model.to_scenario(outcome.trace, variant)
+    scenario.setdefault("name", f"z3-{model.name}-{variant}")
+    return scenario
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    scenario: dict
+    reproduced_holds: bool       # the property on the variant's implementation counterpart (must be False)
+    correct_holds: bool          # the property on the correct implementation (must be True)
+    detail: str                  # the reproduced failure's message
+
+    @property
+    def ok(self) -> bool:
+        return not self.reproduced_holds and self.correct_holds
+
+
+def replay_counterexample(model: Z3Model, variant: str, scenario: dict) -> RoundTrip:
+    """Runs the scenario's property on the variant's counterpart and on the correct implementation."""
+    from streamproof.properties import registry
+    from streamproof.properties.scenario import scenario_from_dict
+
+    how = model.variants[variant].reproduced_by
+    if how is None:
+        raise ValueError(f"variant {variant!r} of model {model.name} has no implementation counterpart")
+    prop = registry.get(scenario["property"])
+    kind, _, name = how.partition(":")
+    if kind == "bugzoo":
+        from streamproof.properties.bugzoo import get_variant
+        parsed = scenario_from_dict(scenario)
+        with get_variant(name).patch():
+            reproduced = prop.check(parsed)
+        correct = prop.check(parsed)
+    elif kind == "protocol":
+        reproduced = prop.check(scenario_from_dict({**scenario, "params": {**scenario.get("params", {}),
+                                                                         "protocol": name}}))
+        correct = prop.check(scenario_from_dict({**scenario, "params": {**scenario.get("params", {}),
+                                                                      "protocol": "streamproof"}}))
+    else:
+        raise ValueError(f"unknown reproduction {how!r}")
+    return RoundTrip(scenario, reproduced.holds, correct.holds, reproduced.message or "")
