@@ -75,27 +75,37 @@ def _trace(system: TransitionSystem, model: z3.ModelRef, states, choices, params
 
 
 def bmc(system: TransitionSystem, invariant: str, depth: int) -> Outcome:
-    """A counterexample of at most ``depth`` steps from an initial state, or "bounded"."""
+    """A counterexample of at most ``depth`` steps from an initial state, or "bounded". Each depth
+    is a fresh solver over the unrolled path (measured faster than one incremental solver here:
+    z3's incremental mode gives up most of its preprocessing)."""
     check = system.invariants[invariant]
-    solver = z3.Solver()
     states = [system.state(0)]
-    solver.add(system.init(states[0]))
+    path = [system.init(states[0])]
     choices, params = [], []
     for d in range(depth + 1):
-        solver.push()
+        solver = z3.Solver()
+        solver.add(*path)
         solver.add(z3.Not(check(states[d])))
         if solver.check() == z3.sat:
             return Outcome(system.name, invariant, "counterexample", d,
                            _trace(system, solver.model(), states, choices, params))
-        solver.pop()
         if d == depth:
             break
         states.append(system.state(d + 1))
         condition, choice, p = system.step(states[d], states[d + 1], d)
-        solver.add(condition)
+        path.append(condition)
         choices.append(choice)
         params.append(p)
     return Outcome(system.name, invariant, "bounded", depth)
+
+
+def reach(system: TransitionSystem, goal: Callable[[State], z3.BoolRef], depth: int) -> list | None:
+    """A run of at most ``depth`` steps to a state where ``goal`` holds (its trace), or None: a
+    model whose interesting states are unreachable proves nothing about them."""
+    probe = TransitionSystem(system.name, system.variables, system.init, system.actions,
+                             {"goal-unreachable": lambda s: z3.Not(goal(s))}, system.description)
+    outcome = bmc(probe, "goal-unreachable", depth)
+    return outcome.trace if outcome.verdict == "counterexample" else None
 
 
 def k_induction(system: TransitionSystem, invariant: str, k: int, assume: list[str] | None = None,

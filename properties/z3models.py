@@ -40,6 +40,8 @@ class Z3Model:
     size: int                    # its default value
     to_scenario: Callable[[list, str | None], dict] | None = None  # (trace, variant) -> scenario dict
     bounded: tuple[str, ...] = field(default=())  # invariants checked by BMC only (bounded liveness)
+    variant_size: int | None = None  # the (smaller) size at which variants' counterexamples are searched
+    variant_bounds: dict = field(default_factory=dict)  # further bounds of that search (build keywords)
 
 
 _MODULES = (
@@ -66,23 +68,24 @@ def models() -> dict[str, Z3Model]:
 
 def check_model(model: Z3Model, variant: str | None = None, k: int | None = None,
                 depth: int | None = None, size: int | None = None) -> list[Outcome]:
-    """The correct model: every invariant proved by k-induction (the ``bounded`` ones: BMC only).
-    A variant: BMC on every invariant (the one it refutes first)."""
+    """The correct model: every invariant proved by k-induction, its base case ``depth`` steps deep
+    (default ``k``, which is sound); the ``bounded`` invariants by BMC to the model's depth. A
+    variant: BMC to ``depth`` (default the model's) on the invariant it refutes (a counterexample
+    elsewhere would say nothing about the variant)."""
     if variant is not None and variant not in model.variants:
         raise ValueError(f"unknown variant {variant!r} of model {model.name} "
                          f"(known: {', '.join(model.variants) or 'none'})")
-    system = model.build(variant, model.size if size is None else size)
     k = model.k if k is None else k
-    depth = model.depth if depth is None else depth
     if variant is not None:
-        first = model.variants[variant].refutes
-        names = [first] + [n for n in system.invariants if n != first]
-        return [bmc(system, name, depth) for name in names]
+        system = model.build(variant, size or model.variant_size or model.size, **model.variant_bounds)
+        depth = model.depth if depth is None else depth
+        return [bmc(system, model.variants[variant].refutes, depth)]
+    system = model.build(variant, model.size if size is None else size)
     inductive = TransitionSystem(system.name, system.variables, system.init, system.actions,
                                  {n: f for n, f in system.invariants.items() if n not in model.bounded},
                                  system.description)
-    outcomes = prove(inductive, k, depth)
-    return outcomes + [bmc(system, name, depth) for name in model.bounded]
+    outcomes = prove(inductive, k, k if depth is None else depth)
+    return outcomes + [bmc(system, name, model.depth if depth is None else depth) for name in model.bounded]
 
 
 def counterexample_scenario(model: Z3Model, variant: str, outcome: Outcome) -> dict:
