@@ -94,6 +94,14 @@ def counterexample_scenario(model: Z3Model, variant: str, outcome: Outcome) -> d
         raise ValueError(f"model {model.name} has no scenario mapping")
     scenario = model.to_scenario(outcome.trace, variant)
     scenario.setdefault("name", f"z3-{model.name}-{variant}")
+    how = model.variants[variant].reproduced_by or ""
+    kind, _, name = how.partition(":")
+    if kind == "bugzoo":
+        scenario["description"] = (scenario.get("description", "") + f". Fails with the bug applied "
+                                   f"('streamproof replay --inject {name} FILE'); holds without it.").lstrip(". ")
+    elif kind == "protocol":
+        scenario["description"] = (scenario.get("description", "") + f". Fails under params.protocol "
+                                   f"{name!r}; holds under 'streamproof'.").lstrip(". ")
     return scenario
 
 

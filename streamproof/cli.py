@@ -220,15 +220,27 @@ def _print_check_report(records: list[_CheckRecord]) -> None:
 
 @cli.command("replay")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--inject", metavar="VARIANT", default=None,
+              help="apply this bug-zoo variant while replaying (a counterexample of it must fail)")
 @json_option
-def replay_command(files: tuple[str, ...], as_json: bool) -> None:
+def replay_command(files: tuple[str, ...], inject: str | None, as_json: bool) -> None:
     """Replay scenario files: check each against its property (or every property of its family)
     and compare the implementation with the trace it carries (flink_observed, expected)."""
+    from contextlib import nullcontext
+
+    patch = nullcontext
+    if inject is not None:
+        from streamproof.properties.bugzoo import get_variant
+        try:
+            patch = get_variant(inject).patch
+        except KeyError as e:
+            raise input_error(e) from None
     all_held = True
     for file in files:
         scenario = load_scenario_file(file)  # ScenarioError: exit 2, earlier output stays
         try:
-            result = replay(scenario)
+            with patch():
+                result = replay(scenario)
         except (NothingToCheck, registry.UnknownProperty) as e:
             raise InputError(f"{file}: {e.args[0]}") from None
         all_held &= result.holds

@@ -8,7 +8,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from streamproof.properties.bugzoo import get_variant
+from pathlib import Path
+
+from streamproof.properties.bugzoo import all_variants, get_variant
+from streamproof.properties.scenario import scenario_from_dict
+from streamproof.properties.z3models import check_model, counterexample_scenario, models, replay_counterexample
 from streamproof.properties.termination.z3_flush import VARIANTS, flush_system, replay_on_impl
 from streamproof.properties.z3kit import bmc, prove
 from streamproof.cli import cli
@@ -40,14 +44,41 @@ def test_the_head_only_counterexample_replays_on_the_implementation():
     assert wanted - fired  # the zoo's patch loses one, as the model's variant does
 
 
-def test_prove_command_exit_codes_and_json():
+@pytest.mark.parametrize("variant", ["head-only", "cancel-fires"])
+def test_flush_counterexamples_round_trip_through_termination_scenarios(variant):
+    model = models()["flush"]
+    scenario = counterexample_scenario(model, variant, check_model(model, variant)[0])
+    assert scenario_from_dict(scenario).family == "termination"
+    assert replay_counterexample(model, variant, scenario).ok
+
+
+def test_every_variant_with_a_counterpart_names_a_registered_bug_or_protocol():
+    known = {v.name for v in all_variants()}
+    for model in models().values():
+        for variant in model.variants.values():
+            if variant.reproduced_by is None:
+                continue
+            kind, _, name = variant.reproduced_by.partition(":")
+            assert (kind == "bugzoo" and name in known) or (kind == "protocol" and name in ("legacy", "flink-2.3")), \
+                (model.name, variant.name)
+
+
+def test_prove_command_proves_every_model_and_writes_each_counterexample_as_a_scenario(tmp_path):
     runner = CliRunner()
-    ok = runner.invoke(cli, ["prove", "--depth", "4"])
-    assert ok.exit_code == 0 and "all 7 invariants proved" in ok.output
-    bad = runner.invoke(cli, ["prove", "flush", "--variant", "cancel-fires", "--depth", "6", "--json"])
-    assert bad.exit_code == 1
+    ok = runner.invoke(cli, ["prove"])
+    assert ok.exit_code == 0, ok.output
+    assert "every invariant proved" in ok.output and "COUNTEREXAMPLE" not in ok.output
+    assert {"flush", "lifecycle", "valve", "versions"} <= {line.split()[0] for line in ok.output.splitlines()
+                                                          if line.startswith(("flush ", "lifecycle ", "valve ", "versions "))}
+    out = tmp_path / "cex"
+    bad = runner.invoke(cli, ["prove", "valve", "--variant", "legacy", "--out", str(out), "--json"])
+    assert bad.exit_code == 0, bad.output  # a variant asked for and refuted is what was expected
     rows = [json.loads(line) for line in bad.output.splitlines()]
-    refuted = [r for r in rows if r["verdict"] == "counterexample"]
-    assert refuted and all(r["trace"][0]["action"] == "init" for r in refuted)
-    unknown = runner.invoke(cli, ["prove", "nope"])
-    assert unknown.exit_code == 2
+    refuted = [r for r in rows if r["variant"] == "legacy"]
+    assert refuted[0]["verdict"] == "counterexample" and refuted[0]["trace"][0]["action"] == "init"
+    written = Path(refuted[0]["scenario"])
+    assert written.parent == out and written.exists()
+    replayed = runner.invoke(cli, ["replay", str(written)])
+    assert replayed.exit_code == 1  # legacy protocol: the checkpoint is inconsistent
+    assert runner.invoke(cli, ["prove", "nope"]).exit_code == 2
+    assert runner.invoke(cli, ["prove", "flush", "--variant", "legacy"]).exit_code == 2

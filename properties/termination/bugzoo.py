@@ -108,3 +108,19 @@ def format_1_restore_keeps_trigger():
 
     with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):  # BUG
         yield
+
+
+@variant("flush-fires-cancel-timers", "FLIP-269", "termination.actions-obeyed",
+         "The flush fires a CANCEL timer like a TRIGGER one: a timer the operator asked to drop at end "
+         "of input produces output (the z3 flush model's cancel-fires variant).")
+@contextmanager
+def flush_fires_cancel_timers():
+    from streamproof.impl.termination import TimerTerminationAction
+    original = InternalTimerService.termination_action_of
+
+    def action_of(self, timer):
+        action = original(self, timer)
+        return TimerTerminationAction.TRIGGER if action == TimerTerminationAction.CANCEL else action  # BUG
+
+    with patched(InternalTimerService, termination_action_of=action_of):
+        yield
