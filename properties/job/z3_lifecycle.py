@@ -406,52 +406,219 @@ def _invariants(slots, positions, subtasks, owner, due, expected, well_formed_in
     }
 
 
+_PROPERTY = {"committed-exactly-once-at-end": "job.exactly-once", "committed-at-most-once": "job.timer-effects-once",
+             "no-effect-behind-the-emitted-watermark": "job.watermarks",
+             "never-for-cancel-or-deleted": "job.exactly-once",
+             "fires-at-most-once-in-the-committed-run": "job.timer-effects-once"}
+CHECKPOINT_INTERVALS = (5, 3, 2, 1)  # find_schedule: the checkpoint intervals it tries, in this order,
+SEEDS = 40                           # each with the schedule seeds 0 .. SEEDS - 1
+
+
 def to_scenario(trace: list, variant: str | None) -> dict:
-    """A ``job`` scenario of the counterexample: its input as records and watermarks of one
-    source (slot ``i`` ↦ key ``k<i>``; timestamps replaced by their rank ``r`` among the input's
-    timestamps, which keeps which timers are due; an event-time timer ↦ a record opening the
-    window that ends at ``10·r + 9``, watermark ↦ ``10·r + 9``), ``window_sum`` with interruptible
-    timers, mail arriving often (``async_mail_rate`` 0.9), unaligned checkpoints, drain; a failure inside an interrupted firing ↦ ``fail_in_interrupted_firing``
-    (after a checkpoint completed during it, when one did). Deletions and processing-time timers
-    have no counterpart in the job operators and are left out. The schedule seed is chosen by
-    :func:`find_schedule`."""
+    """A ``job`` scenario of the counterexample, one source.
+
+    **Input**: the trace's input as records and watermarks (slot ``i`` ↦ key ``k<i>``, value 1;
+    timestamps replaced by their rank ``r`` among the input's timestamps, which keeps which timers
+    are due: an event-time registration ↦ a record at ``10·r`` whose timers are due exactly from
+    the watermark ``10·r + 9``, a watermark ↦ ``10·r + 9``). Deletions and processing-time timers
+    have no counterpart in the job operators and are left out. End of input is the drain's
+    MAX_WATERMARK, except when the trace takes a checkpoint inside a firing that end of input
+    started: then it is first a watermark ``10·(n + 1) + 9`` above every timestamp (``n``
+    timestamps: the rank of MAX_WATERMARK), because in the one-stage job no barrier reaches a task
+    once its source has sent MAX_WATERMARK and EndOfData. When the trace finishes while a
+    continuation is pending, the watermarks whose advance is still interrupted at end of input
+    are left out (:func:`_merged_into_end_of_input`: end of input raises that continuation's
+    target to MAX_WATERMARK, so the end-of-input advance stands for them).
+
+    **Faults**, from the trace's failures: one inside an interrupted firing ↦
+    ``fail_in_interrupted_firing`` (``nth``: the interruptions so far; with ``after_checkpoint``
+    and ``nth`` the checkpoints completed inside interruptions so far, when one completed during
+    it); any other ↦ ``fail`` at the model step's index (``rescale`` to the new parallelism when
+    the restore changes it), a rough image: the simulator's steps are finer.
+
+    **Shape**, chosen so the implementation can realize the trace's interleaving (interruption
+    after every timer, as the model may interrupt after any):
+
+    * the trace finishes while a continuation is pending (FLINK-39481): the job graph source
+      --keyBy--> ``mailing_window_sum`` --forward--> ``mailing_window_sum`` --forward--> sink,
+      one chain (each timer callback puts a mail, so every firing is interrupted after each timer;
+      ``async_mail_rate`` 0), ``watermark_mode`` ``flink-2.3`` (no intermediate watermark: the
+      second window gets MAX_WATERMARK only when the first completes its advance). The second
+      operator's timers are the trace's (the first passes each key's window on at the same
+      timestamp); its advance starts inside the first one's last continuation, after EndOfData
+      was read: a task ends its input while a continuation with due timers is pending only when
+      that continuation was queued in the same mailbox step (one queued earlier runs in the next
+      batch, before the default action);
+    * the trace takes a checkpoint inside an interrupted firing: the one-stage ``timer_chain``
+      (each record's timer at ``10·r + 3`` arms one more at ``10·r + 6``, due at the same
+      watermarks), ``async_mail_rate`` 1 (a mail lands while each timer fires): the barrier's
+      mail queues behind the continuation, so it is taken inside the firing only when the
+      continuation itself fires a timer and is interrupted again. (Not a job graph: the bug zoo's
+      snapshot-before-fired-effects patches the one-stage task's snapshot);
+    * otherwise the one-stage ``window_sum``, ``async_mail_rate`` 1;
+
+    unaligned checkpoints, drain, ``parallelism`` the trace's first. The checkpoint interval and
+    seed are chosen by :func:`find_schedule`: for a checkpoint inside an interrupted firing, the
+    first whose run on the correct implementation realizes the trace's situation
+    (:func:`_restores_fired_effects`); otherwise the first where the variant's property fails
+    under its bug-zoo patch and holds without it."""
     init = trace[0][2]
-    used = [j for j in range(init["n_in"])]
+    used = range(init["n_in"])
     times = sorted({init[f"ts{init[f'in_slot{j}']}"] for j in used if init[f"in_kind{j}"] == REG} |
                    {init[f"in_ts{j}"] for j in used if init[f"in_kind{j}"] == WM})
     rank = {t: n + 1 for n, t in enumerate(times)}  # order-preserving: the same timers are due
-    steps, interrupts, completed_during = [], 0, False
+    end_mark = 10 * (len(times) + 1) + 9
+
+    def interrupted(state) -> list[int]:
+        return [k for k in range(SUBTASKS) if state.get(f"firing{k}") == 2]
+
+    finishes_interrupted = any(a == "finish" and interrupted(trace[n - 1][2])
+                               for n, (a, _, _) in enumerate(trace) if n)
+    inside = next(((trace[n - 1][2], interrupted(trace[n - 1][2])[0]) for n, (a, _, _) in enumerate(trace)
+                   if n and a == "checkpoint" and interrupted(trace[n - 1][2])), None)
+    explicit_end = inside is not None and inside[0]["ended"] and not finishes_interrupted
+    chain = not finishes_interrupted and inside is not None
+
+    def mark(t):
+        """The scenario's image of a model watermark (None: MIN)."""
+        return None if t == MIN else end_mark if t == MAXW else 10 * rank[t] + 9
+
+    merged = _merged_into_end_of_input(trace) if finishes_interrupted else set()
+    steps = []
     for j in used:
         kind, slot = init[f"in_kind{j}"], init[f"in_slot{j}"]
         if kind == REG and init[f"dom{slot}"] == EVENT:
             steps.append({"op": "record", "source": 0, "key": f"k{slot}", "value": 1,
                           "ts": 10 * rank[init[f"ts{slot}"]]})
-        elif kind == WM:
-            steps.append({"op": "watermark", "source": 0, "ts": 10 * rank[init[f"in_ts{j}"]] + 9})
+        elif kind == WM and j not in merged:
+            steps.append({"op": "watermark", "source": 0, "ts": mark(init[f"in_ts{j}"])})
+    if explicit_end:
+        steps.append({"op": "watermark", "source": 0, "ts": end_mark})
+    interrupts = completions = 0
+    completed_during = False
     for n, (action, params, state) in enumerate(trace[1:], start=1):
         before = trace[n - 1][2]
         if action == "interrupt":
             interrupts += 1
             completed_during = False
-        elif action == "complete_checkpoint" and any(before.get(f"firing{k}") == 2 for k in range(SUBTASKS)):
+        elif action == "complete_checkpoint" and interrupted(before):
+            completions += 1
             completed_during = True
-        elif action == "fail" and any(before.get(f"firing{k}") == 2 for k in range(SUBTASKS)):
-            step = {"op": "fail_in_interrupted_firing", "nth": max(interrupts, 1)}
-            if completed_during:
-                step["after_checkpoint"] = True
+        elif action == "fail":
+            if interrupted(before):
+                nth = completions if completed_during else max(interrupts, 1)
+                step = {"op": "fail_in_interrupted_firing", "nth": nth}
+                if completed_during:
+                    step["after_checkpoint"] = True
+            elif params["par"] != before["par"]:
+                step = {"op": "rescale", "at": n, "parallelism": params["par"]}
+            else:
+                step = {"op": "fail", "at": n}
             steps.append(step)
-    prop = {"committed-exactly-once-at-end": "job.exactly-once", "committed-at-most-once": "job.timer-effects-once",
-            "no-effect-behind-the-emitted-watermark": "job.watermarks",
-            "never-for-cancel-or-deleted": "job.exactly-once",
-            "fires-at-most-once-in-the-committed-run": "job.timer-effects-once"}[VARIANTS[variant].refutes if variant else
-                                                              "committed-exactly-once-at-end"]
-    return {"format": "streamproof.scenario/1", "family": "job", "property": prop,
-            "description": f"z3 model lifecycle, variant {variant}: its counterexample's input and faults "
-                           f"({len(trace) - 1} model steps)",
-            "params": {"operator": "window_sum", "sources": 1, "parallelism": init["par"],
-                       "max_parallelism": 16, "checkpoint_interval": 3, "interruptible_timers": True,
-                       "unaligned": True, "async_mail_rate": 0.9, "drain": True, "seed": 0},
-            "steps": steps}
+            completed_during = False
+    settings = {"sources": 1, "max_parallelism": 16, "checkpoint_interval": CHECKPOINT_INTERVALS[0],
+                "interruptible_timers": True, "unaligned": True, "drain": True, "seed": 0}
+    if finishes_interrupted:
+        settings.update(async_mail_rate=0.0, graph=_chained_windows(init["par"]), watermark_mode="flink-2.3")
+    else:
+        settings.update(operator="timer_chain" if chain else "window_sum", parallelism=init["par"], async_mail_rate=1.0)
+    invariant = VARIANTS[variant].refutes if variant else "committed-exactly-once-at-end"
+    scenario = {"format": "streamproof.scenario/1", "family": "job", "property": _PROPERTY[invariant],
+                "description": f"z3 model lifecycle, variant {variant}: its counterexample's input and faults "
+                               f"({len(trace) - 1} model steps)",
+                "params": settings, "steps": steps}
+    realized = None
+    if chain:
+        state, k = inside
+        realized = _restores_fired_effects(mark(state[f"emitted{k}"]), mark(state[f"W{k}"]))
+    return find_schedule(scenario, variant, realized)
+
+
+def _merged_into_end_of_input(trace: list) -> set[int]:
+    """The input positions of the watermarks whose advance is still interrupted when end of input
+    comes: their continuation is then an advance to MAX_WATERMARK (``end_input`` raises its
+    target), so end of input's advance stands for them."""
+    init, merged = trace[0][2], set()
+    since: dict[int, list[int]] = {k: [] for k in range(SUBTASKS)}  # watermarks read since k was last idle
+    for n, (action, _, state) in enumerate(trace[1:], start=1):
+        before = trace[n - 1][2]
+        if action == "read" and init[f"in_kind{before['off']}"] == WM:
+            for k in since:
+                since[k].append(before["off"])
+        elif action == "end_input":
+            merged.update(j for k in since if before.get(f"firing{k}") == 2 for j in since[k])
+        for k in since:
+            if state.get(f"firing{k}", 0) == 0:
+                since[k] = []
+    return merged
+
+
+def _chained_windows(parallelism: int) -> dict:
+    """source --keyBy--> w1 --forward--> w2 --forward--> sink, w1 -> w2 -> sink one chain; both
+    windows put a mail in every timer callback."""
+    window = {"kind": "keyed_process", "parallelism": parallelism, "function": "mailing_window_sum"}
+    return {"operators": [{"name": "source", "kind": "source"}, {"name": "w1", **window}, {"name": "w2", **window},
+                          {"name": "sink", "kind": "sink", "parallelism": parallelism}],
+            "edges": [{"from": "source", "to": "w1", "partitioning": "keyed"},
+                      {"from": "w1", "to": "w2", "partitioning": "forward"},
+                      {"from": "w2", "to": "sink", "partitioning": "forward"}]}
+
+
+def _restores_fired_effects(low: int | None, high: int):
+    """Whether a run (of the correct implementation) realizes "a checkpoint taken inside the
+    interrupted firing of the advance to ``high`` (from ``low``) completed, then a failure inside
+    an interrupted firing restored it": a ``fail_in_interrupted_firing`` fault with
+    ``after_checkpoint`` was applied, and the attempt it started does not fire again a timer of
+    that advance (timestamp in ``(low, high]``) that the failed attempt fired. On the correct
+    implementation the restored attempt fires again every timer fired after its checkpoint was
+    taken, so such a timer fired before the checkpoint, which was taken inside the firing; a
+    checkpoint completed just before the firing began (which the simulator's ``after_checkpoint``
+    also counts) restores all of them."""
+    def fired(run, attempt) -> set:
+        return {(e[1][0], e[2]) for a, _, log in run.output_logs if a == attempt for e in log
+                if e[0] == "record" and e[3] == "timer" and (low is None or e[2] > low) and e[2] <= high}
+
+    def realized(run) -> bool:
+        return any(f.kind == "fail_in_interrupted_firing" and f.after_checkpoint and fired(run, i) - fired(run, i + 1)
+                   for i, f in enumerate(run.faults_applied))
+    return realized
+
+
+def find_schedule(scenario: dict, variant: str | None, realized=None) -> dict:
+    """``scenario`` with the first ``(checkpoint_interval, seed)`` of :data:`CHECKPOINT_INTERVALS`
+    × ``0 .. SEEDS - 1`` (intervals outer, seeds from 0) that reproduces the trace: with
+    ``realized`` (a predicate on a :class:`~streamproof.impl.sim.SimulationResult`), the first
+    whose run on the correct implementation satisfies it; without, the first where the scenario's
+    property fails under the variant's bug-zoo patch and holds on the correct implementation.
+    Deterministic; at most ``4 · SEEDS`` candidates (a few ms each; the lifecycle variants' are
+    found at the first). None found (or no predicate and no bug-zoo counterpart): the first
+    candidate, whose round trip will then report the failure."""
+    from streamproof.properties import registry
+    from streamproof.properties.bugzoo import get_variant
+    from streamproof.properties.job.check import runs
+    from streamproof.properties.scenario import scenario_from_dict
+
+    def candidate(interval: int, seed: int) -> dict:
+        return {**scenario, "params": {**scenario["params"], "checkpoint_interval": interval, "seed": seed}}
+
+    how = VARIANTS[variant].reproduced_by if variant else None
+    if realized is None and not (how or "").startswith("bugzoo:"):
+        return candidate(CHECKPOINT_INTERVALS[0], 0)
+    prop = registry.get(scenario["property"])
+    for interval in CHECKPOINT_INTERVALS:
+        for seed in range(SEEDS):
+            chosen = candidate(interval, seed)
+            parsed = scenario_from_dict(chosen)
+            if realized is not None:
+                faulty, _ = runs(parsed)
+                if not isinstance(faulty, str) and realized(faulty):
+                    return chosen
+                continue
+            with get_variant(how.partition(":")[2]).patch():
+                reproduced = prop.check(parsed)
+            if not reproduced.holds and prop.check(parsed).holds:
+                return chosen
+    return candidate(CHECKPOINT_INTERVALS[0], 0)
 
 
 MODEL = Z3Model(
