@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test clean java
+.PHONY: run test clean java vectors conformance
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,14 +15,14 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-# Spark (the campaign and its tests) needs a Java 17+ runtime: installed with apt-get when run as
-# root, otherwise one clear line.
+# Spark (the campaign and its tests) needs a Java 17+ runtime and the Flink conformance harness a
+# JDK (javac): installed with apt-get when run as root, otherwise one clear line.
 java:
-	@if [ -n "$$JAVA_HOME" ] && [ -x "$$JAVA_HOME/bin/java" ] || command -v java >/dev/null 2>&1; then :; \
+	@if { [ -n "$$JAVA_HOME" ] && [ -x "$$JAVA_HOME/bin/javac" ]; } || command -v javac >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing a Java 17 runtime for Spark (apt-get install openjdk-17-jre-headless)"; \
-	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
-	else echo "streamproof: error: java not found: Spark needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless as root, or set JAVA_HOME)" >&2; exit 1; fi
+	  echo "installing a Java 17 JDK for Spark and the Flink harness (apt-get install openjdk-17-jdk-headless)"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; \
+	else echo "streamproof: error: javac not found: Spark and the Flink harness need a Java 17+ JDK (apt-get install openjdk-17-jdk-headless as root, or set JAVA_HOME)" >&2; exit 1; fi
 
 ## make run: the main job: a Spark campaign over every registered property on embedded Spark
 ## (local[*]), sized to a few minutes on 2 cores; prints the summary table and the report path.
@@ -34,6 +34,17 @@ run: $(STAMP) java
 ## make test: the test suite
 test: $(STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider --hypothesis-profile=ci
+
+## make conformance: random scenarios of every family on Flink's own classes (jars of PyPI's
+## apache-flink-libraries, cached in ~/.cache/streamproof), the implementation and the model.
+FLINK_VERSION ?= 2.3.0
+CONFORM_EXAMPLES ?= 300
+conformance: $(STAMP) java
+	$(VENV)/bin/streamproof conform --flink $(FLINK_VERSION) --examples $(CONFORM_EXAMPLES) --out results/conformance
+
+## make vectors: record the Flink trace vectors (streamproof/conformance/vectors) again on Flink
+vectors: $(STAMP) java
+	$(PY) -m streamproof.conformance.vectors --flink $(FLINK_VERSION)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -41,6 +41,7 @@ from streamproof.cli_common import (
 from streamproof.campaign_cli import campaign, report  # Spark campaigns (imports no pyspark)
 from streamproof.certify_cli import certify
 from streamproof.prove_cli import prove  # z3 models (z3 imported inside)
+from streamproof.conform_cli import conform  # the Flink conformance kit (Java harness built on demand)
 from streamproof.replayer import NothingToCheck, ReplayResult, replay
 
 DEFAULT_OUT = "streamproof-failures"
@@ -312,5 +313,5 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
 
 
-for _command in (campaign, report, prove, certify):
+for _command in (campaign, report, prove, certify, conform):
     cli.add_command(_command)

@@ -127,18 +127,28 @@ class ConformReport:
 
 
 def conform(family_name: str, version: str, examples: int, seed: int) -> ConformReport:
-    """Generates, runs on Flink (one JVM), the implementation and the model, and compares."""
+    """``examples`` distinct scenarios the harness can drive (generated in rounds seeded from
+    ``seed``), run on Flink (one JVM), the implementation and the model, and compared."""
     from streamproof.conformance import harness
     from streamproof.properties.scenario import Scenario
 
     family = FAMILIES[family_name]()
-    generated = generate(family, examples, seed)
-    scenarios = []
-    for steps in dict.fromkeys(generated):  # the same steps twice are one scenario
-        restricted = family.restrict(Scenario(family=family.name, steps=steps))
-        if restricted is not None:
-            scenarios.append(restricted)
-    report = ConformReport(family.name, version, len(generated), skipped=len(set(generated)) - len(scenarios))
+    scenarios, seen, generated, skipped = [], set(), 0, 0
+    for round_ in range(20):  # rounds of generation until ``examples`` distinct drivable scenarios
+        batch = generate(family, examples, seed * 1000 + round_)
+        generated += len(batch)
+        for steps in batch:
+            if steps in seen:
+                continue
+            seen.add(steps)
+            restricted = family.restrict(Scenario(family=family.name, steps=steps))
+            if restricted is None:
+                skipped += 1
+            elif len(scenarios) < examples:
+                scenarios.append(restricted)
+        if len(scenarios) >= examples:
+            break
+    report = ConformReport(family.name, version, generated, skipped=skipped)
     answers = harness.run(version, family.name, [s.to_dict() for s in scenarios])
     for index, (scenario, answer) in enumerate(zip(scenarios, answers)):
         impl, model = _safe(family.run_impl, scenario.steps), _safe(family.run_model, scenario.steps)
