@@ -17,6 +17,7 @@ from itertools import count
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.internal_timer import InternalTimer, InternalTimersSnapshot
+from streamproof.impl.java_hashmap import hash_map_order
 from streamproof.impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
 from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
 from streamproof.impl.snapshots import start_snapshot
@@ -546,8 +547,12 @@ def _never_stop() -> bool:
 class InternalTimeServiceManager:
     """The named timer services of one keyed operator instance.
 
-    Services are kept in creation order; every watermark goes to all of them in that order
-    (Flink iterates a HashMap: some fixed order; see docs/decisions.md).
+    ``services`` is kept in creation order, but whatever goes to every service (watermarks, the
+    interruptible advance, the end-of-input flush, the termination-action override, the
+    per-key-group snapshot) visits them in Flink's order: the iteration order of the
+    ``java.util.HashMap<String, ...>`` Flink's ``InternalTimeServiceManagerImpl`` keeps them in
+    (:func:`streamproof.impl.java_hashmap.hash_map_order` of the names in the order they entered
+    that map: restored names when their state is restored, the others when first created).
     """
 
     key_context: KeyContext
@@ -562,6 +567,21 @@ class InternalTimeServiceManager:
     termination_action_override: TimerTerminationAction | None = None
     # The copy-on-write snapshot versions (impl.snapshots.SnapshotVersions), made on first use.
     snapshot_versions: object = field(default=None, repr=False, compare=False)
+    # Names in the order they entered Flink's HashMap (restored ones at restore), and the cached
+    # iteration order of the created services ((names seen, services seen) -> order).
+    _registered: dict = field(default_factory=dict, repr=False, compare=False)
+    _order: tuple = field(default=((), ()), repr=False, compare=False)
+
+    def _register_name(self, name: str) -> None:
+        self._registered.setdefault(name, None)
+
+    def services_in_flink_order(self) -> list[InternalTimerService]:
+        """The created services in the iteration order of Flink's ``HashMap`` of services."""
+        key = (len(self._registered), len(self.services))
+        if self._order[0] != key:
+            names = hash_map_order([*self._registered, *self.services])
+            self._order = (key, [self.services[n] for n in names if n in self.services])
+        return self._order[1]
 
     def get_internal_timer_service(self, name: str, triggerable: Triggerable) -> InternalTimerService:
         """The service called ``name``, created (and restored, then started) on first use."""
@@ -578,18 +598,20 @@ class InternalTimeServiceManager:
                 service.restore_termination_actions(actions)
             if self.termination_action_override is not None:
                 service.set_timer_termination_action(self.termination_action_override)
+            self._register_name(name)
             self.services[name] = service
         service.start_timer_service(triggerable)
         return service
 
     def advance_watermark(self, time: int) -> None:
         # a service created by a callback during the advance gets the next watermark
-        for service in list(self.services.values()):
+        for service in list(self.services_in_flink_order()):
             service.advance_watermark(time)
 
     def try_advance_watermark(self, time: int, should_stop_advancing: Callable[[], bool]) -> bool:
-        """Stops at the first interrupted service; later services keep their old watermark."""
-        for service in list(self.services.values()):
+        """Stops at the first interrupted service (in Flink's order); later services keep their
+        old watermark."""
+        for service in list(self.services_in_flink_order()):
             if not service.try_advance_watermark(time, should_stop_advancing):
                 return False
         return True
@@ -605,7 +627,9 @@ class InternalTimeServiceManager:
         return reached
 
     def snapshot_state_for_key_group(self, key_group: int) -> dict[str, InternalTimersSnapshot]:
-        return {name: s.snapshot_timers_for_key_group(key_group) for name, s in self.services.items()}
+        """Per service name, in Flink's order (what its serialization proxy writes: a restore
+        registers the names in this order)."""
+        return {s.name: s.snapshot_timers_for_key_group(key_group) for s in self.services_in_flink_order()}
 
     def snapshot_state(self) -> dict[int, dict[str, InternalTimersSnapshot]]:
         """Every local key group's timers, per service name."""
@@ -622,6 +646,7 @@ class InternalTimeServiceManager:
         if not self.key_group_range.contains(key_group):
             raise KeyGroupOutOfRangeError(key_group, self.key_group_range)
         for name, snapshot in per_service.items():
+            self._register_name(name)  # Flink registers a restored service while restoring
             if name in self.services:
                 self.services[name].restore_timers_for_key_group(snapshot, key_group)
             else:
@@ -636,16 +661,17 @@ class InternalTimeServiceManager:
     def set_timer_termination_action(self, action: TimerTerminationAction | None) -> None:
         """The override of every service's processing-time timers (None removes it)."""
         self.termination_action_override = None if action is None else TimerTerminationAction(action)
-        for service in self.services.values():
+        for service in self.services_in_flink_order():
             service.set_timer_termination_action(action)
 
     def flush_processing_time_timers(self, budget: int | None = None) -> list[tuple[str, "FlushResult"]]:
-        """The end-of-input flush of every service, in creation order (a service created by a
-        callback during the flush is flushed too). Returns ``[(name, FlushResult)]``."""
+        """The end-of-input flush of every service, in Flink's order of services (a service
+        created by a callback during the flush is flushed too, after the others). Returns
+        ``[(name, FlushResult)]``."""
         results: list[tuple[str, FlushResult]] = []
         done: set[str] = set()
         while True:
-            todo = [(n, s) for n, s in self.services.items() if n not in done]
+            todo = [(s.name, s) for s in self.services_in_flink_order() if s.name not in done]
             if not todo:
                 return results
             for name, service in todo:

@@ -8,7 +8,16 @@ What is modelled
     while any timer <= watermark remains (callbacks may add due timers: they fire in the same
     advance). The key context is the firing timer's key and stays there.
   * Interruptible advance (FLIP-443): after each fired timer ``should_stop`` is asked; named
-    services are advanced in creation order and the advance stops at the first interrupted one.
+    services are advanced in *map order* (below) and the advance stops at the first interrupted
+    one: the services after it keep their old watermark.
+  * Map order: Flink keeps the named services in a ``java.util.HashMap<String, ...>`` and visits
+    them in its iteration order: by bucket ``spread(name) & (capacity - 1)``, where
+    ``spread = h ^ (h >>> 16)`` of ``h = String.hashCode()``, and within a bucket by the order the
+    names entered the map. The capacity starts at 16 and doubles when the map holds more than
+    3/4 of it, or when a bucket reaches 9 names below capacity 64. (A bucket of 9 names at
+    capacity 64 or more is a tree in Java, ordered otherwise: not modelled, it needs 9 service
+    names colliding in 6 hash bits.) A snapshot lists its services in map order; a restore puts
+    them into the new map in that order.
   * Processing time: one simulated clock per instance with physical timers. Per service at most
     one physical timer is scheduled; it is (re)registered only when a timer strictly earlier
     than the head arrives or after a firing left a head and no new physical timer. Deletes never
@@ -35,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from streamproof.model.keygroups import key_group
+from streamproof.model.keygroups import java_hash, key_group
 
 MIN_TIME, MAX_TIME = -(2**63), 2**63 - 1
 DEFAULT_SERVICE = "timers"
@@ -65,7 +74,7 @@ class Service:
 class Instance:
     max_parallelism: int
     key_groups: tuple[int, int]
-    services: dict = field(default_factory=dict)  # name -> Service, in creation order
+    services: dict = field(default_factory=dict)  # name -> Service, in the order names entered the map
     current_key: object = None
     clock: int = MIN_TIME
     physical: dict = field(default_factory=dict)  # id -> (ts, service name): pending physical timers
@@ -76,10 +85,31 @@ class Instance:
         return start <= key_group(key, self.max_parallelism) <= end
 
 
+def map_order(names: list) -> list:
+    """The iteration order of a Java ``HashMap`` whose String keys were put in the order of ``names``."""
+    def spread(name):
+        h = java_hash(name) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+
+    capacity = 16
+    for size in range(1, len(names) + 1):
+        bucket = spread(names[size - 1]) & (capacity - 1)
+        if capacity < 64 and sum(spread(n) & (capacity - 1) == bucket for n in names[:size]) >= 9:
+            capacity *= 2
+        if size > capacity * 3 // 4:
+            capacity *= 2
+    return sorted(names, key=lambda name: (spread(name) & (capacity - 1), names.index(name)))
+
+
+def in_map_order(inst: "Instance") -> list:
+    """The instance's services in map order."""
+    return [inst.services[name] for name in map_order(list(inst.services))]
+
+
 @dataclass(frozen=True)
 class Snapshot:
     max_parallelism: int
-    timers: dict  # service name -> (event set, processing set): the live sets, not copies
+    timers: dict  # service name -> (event set, processing set): the live sets, not copies; map order
 
 
 class TimerModel:
@@ -196,7 +226,7 @@ class TimerModel:
 
     def try_advance_watermark(self, to: int, should_stop: Callable[[], bool]) -> bool:
         self.fired_in_call = 0
-        for svc in list(self.current.services.values()):
+        for svc in in_map_order(self.current):
             svc.watermark = to
             fired = 0
             while any(t[0] <= to for t in svc.event):
@@ -238,7 +268,7 @@ class TimerModel:
         inst = self.current
         self.snapshots[snapshot_id] = Snapshot(
             inst.max_parallelism,
-            {name: (s.event, s.processing) for name, s in inst.services.items()},  # views, as Flink
+            {s.name: (s.event, s.processing) for s in in_map_order(inst)},  # views, as Flink
         )
 
     def count(self) -> None:

@@ -48,16 +48,18 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
             emit_json({"family": family, "flink": version, "generated": report.generated, "compared": report.compared,
                        "not_drivable": report.skipped, "harness_errors": len(report.harness_errors),
                        "implementation_divergences": len(report.impl_divergences),
-                       "model_divergences": len(report.model_divergences), "seconds": round(seconds, 2),
+                       "model_divergences": len(report.model_divergences), "tie_choices": report.tie_choices,
+                       "seconds": round(seconds, 2),
                        "written": [str(p) for p in written]})
         rows.append((family, str(report.compared), str(report.skipped), str(len(report.harness_errors)),
-                     str(len(report.impl_divergences)), str(len(report.model_divergences)), f"{seconds:.1f} s"))
+                     str(len(report.impl_divergences)), str(len(report.model_divergences)), str(report.tie_choices),
+                     f"{seconds:.1f} s"))
         if written and not as_json:
             click.echo(f"{family}: {len(written)} divergent scenario(s) written to {out}, e.g. "
                        f"streamproof replay {written[0]}")
     if not as_json:
         for line in table(("family", "compared", "not drivable", "harness errors", "impl differs", "model differs",
-                           "time"), rows):
+                           "tie choices", "time"), rows):
             click.echo(line)
         for family, side, reason in KNOWN:
             click.echo(f"known, expected difference ({family}, {side}): {reason}")

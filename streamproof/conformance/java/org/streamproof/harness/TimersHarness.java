@@ -60,6 +60,10 @@ import java.util.concurrent.TimeUnit;
  * writes the key groups of its range in the manager's raw keyed state format (the
  * serialization proxy's framing around Flink's own timer snapshot writer) and restores them
  * through {@code InternalTimeServiceManagerImpl.create}, as Flink restores a rescaled operator.
+ * Services are snapshotted in the manager's own order (its {@code HashMap}), as Flink's
+ * serialization proxy writes them. Keys of one type use Flink's serializer of that type; keys of
+ * mixed types use {@link TimersMixedKeySerializer} (a type tag and the value), so such scenarios
+ * snapshot and restore too.
  *
  * <p>Observations follow shared/vectors/flink_timer_traces.json. A step Flink rejects gives {@code
  * {"event": "error", "text": exception, "message": ...}}; more than {@code params.budget}
@@ -84,7 +88,6 @@ public final class TimersHarness {
     private final Map<String, Snap> snapshots = new HashMap<>();
     private final Map<List<Object>, List<JsonNode>> reactions = new HashMap<>();
     private final TypeSerializer<Object> keySerializer;
-    private final String mixedKeys; // non-null: the key types used, when more than one
     private Instance current;
     private int firedInCall;
     private int firedInStep;
@@ -125,13 +128,12 @@ public final class TimersHarness {
         this.budget = b.isIntegralNumber() && b.canConvertToInt() && b.intValue() > 0 ? b.intValue() : DEFAULT_BUDGET;
         Set<String> types = new LinkedHashSet<>();
         collectKeyTypes(steps, types);
-        TypeSerializer<?> ser = StringSerializer.INSTANCE;
+        TypeSerializer<?> ser = types.size() > 1 ? TimersMixedKeySerializer.INSTANCE : StringSerializer.INSTANCE;
         if (types.size() == 1) {
             String t = types.iterator().next();
             ser = t.equals("Long") ? LongSerializer.INSTANCE : t.equals("Integer") ? IntSerializer.INSTANCE : StringSerializer.INSTANCE;
         }
         this.keySerializer = (TypeSerializer<Object>) ser;
-        this.mixedKeys = types.size() > 1 ? String.join(", ", types) : null;
     }
 
     private static void collectKeyTypes(JsonNode steps, Set<String> types) {
@@ -297,19 +299,19 @@ public final class TimersHarness {
 
     @SuppressWarnings("unchecked")
     private void snapshot(String id) {
-        if (mixedKeys != null) {
-            throw new Util.Unsupported("snapshot: the harness uses one key serializer, but the keys are " + mixedKeys);
-        }
+        // the services in the manager's own order (its HashMap), as InternalTimerServiceSerializationProxy
+        // writes them: a restore registers them in that order
+        List<String> names = new ArrayList<>(current.registeredServices().keySet());
         Map<Integer, List<ServiceView>> keyGroups = new HashMap<>();
         for (int kg : current.range) {
             List<ServiceView> views = new ArrayList<>();
-            for (Map.Entry<String, InternalTimerService<String>> e : current.services.entrySet()) {
-                InternalTimerServiceImpl<Object, String> service = (InternalTimerServiceImpl<Object, String>) e.getValue();
-                views.add(new ServiceView(e.getKey(), service.snapshotTimersForKeyGroup(kg)));
+            for (String name : names) {
+                InternalTimerServiceImpl<Object, String> service = current.registeredServices().get(name);
+                views.add(new ServiceView(name, service.snapshotTimersForKeyGroup(kg)));
             }
             keyGroups.put(kg, views);
         }
-        snapshots.put(id, new Snap(current.maxParallelism, new ArrayList<>(current.services.keySet()), keyGroups));
+        snapshots.put(id, new Snap(current.maxParallelism, names, keyGroups));
     }
 
     /** One key group of a snapshot in the manager's raw keyed state format (what
@@ -401,6 +403,18 @@ public final class TimersHarness {
             } catch (RuntimeException e) {
                 throw e;
             } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /** The manager's {@code timerServices} map (package-private in Flink: read reflectively). */
+        @SuppressWarnings("unchecked")
+        Map<String, InternalTimerServiceImpl<Object, String>> registeredServices() {
+            try {
+                java.lang.reflect.Field f = InternalTimeServiceManagerImpl.class.getDeclaredField("timerServices");
+                f.setAccessible(true);
+                return (Map<String, InternalTimerServiceImpl<Object, String>>) f.get(manager);
+            } catch (ReflectiveOperationException e) {
                 throw new IllegalStateException(e);
             }
         }
