@@ -134,21 +134,32 @@ class Mail:
 
 
 class TaskMailbox:
-    """Flink's ``TaskMailboxImpl``: a FIFO of mail, a batch, and a life cycle.
+    """Flink 2.3's ``TaskMailboxImpl``: a queue of new mail, a batch, and a life cycle.
 
-    The mails are read in one order: the batch first, then the queue. ``take(p)`` returns the
-    first mail of that order whose priority is at least ``p``: priority hides mail, it never
-    reorders it. Urgent mail goes ahead of all other mail, the batch included, behind the urgent
-    mail put before it (FIFO among urgent mail): like Flink's ``putFirst`` called from the mailbox
-    thread, it lands in the batch, so the mailbox loop runs it in the batch it is processing.
+    Takes read the batch first, then the queue. ``take(p)`` returns the first mail of that order
+    whose priority is at least ``p``: priority hides mail, it never reorders it.
+
+    Urgent mail (Flink 2.3, every put from the mailbox thread):
+      * ``put_first`` adds it to the head of the batch when the batch starts with non-urgent mail
+        and no urgent mail waits in the queue; otherwise to the head of the queue (so urgent mails
+        waiting there are in reverse put order, latest first).
+      * Before every take (``try_take``, ``take``, ``try_take_from_batch``) the urgent mails at the
+        head of the queue move, one by one, to the head of the batch (which restores put order),
+        unless the batch already starts with urgent mail; non-urgent queued mail stays.
+      * ``create_batch`` does the same but moves the whole queue (urgent mail to the head, the rest
+        to the tail); when the batch is not empty and no urgent mail waits, it moves nothing.
+    ``drain`` and ``close`` return the batch, then the queue, as stored.
     """
 
     State = MailboxState
 
+    # Read and written by older bug-zoo patches (properties/mailbox/bugzoo.py); the mailbox itself
+    # no longer counts urgent mail (the layout above replaced that count).
+    _urgent_in_batch = 0
+
     def __init__(self) -> None:
-        self._queue: deque[Mail] = deque()  # new mail, in put order
-        self._batch: deque[Mail] = deque()  # the batch: fixed when created, plus urgent mail
-        self._urgent_in_batch = 0           # the batch starts with this many urgent mails
+        self._queue: deque[Mail] = deque()  # new mail: queued urgent mail (latest first), then put order
+        self._batch: deque[Mail] = deque()  # the batch: urgent mail first, then the batched mail
         self._state = MailboxState.OPEN
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -165,7 +176,7 @@ class TaskMailbox:
             self._state = MailboxState.QUIESCED
 
     def close(self) -> list[Mail]:
-        """Refuse puts and takes from now on; returns the dropped mails in take order."""
+        """Refuse puts and takes from now on; returns the dropped mails as :meth:`drain` does."""
         if self._state is MailboxState.CLOSED:
             return []
         dropped = self.drain()
@@ -173,11 +184,13 @@ class TaskMailbox:
         return dropped
 
     def drain(self) -> list[Mail]:
-        """Removes and returns every mail (batch first), whatever the state."""
+        """Removes and returns every mail, the batch then the queue as stored, whatever the state.
+
+        Urgent mail still waiting in the queue comes out latest first, as in Flink 2.3.
+        """
         drained = [*self._batch, *self._queue]
         self._batch.clear()
         self._queue.clear()
-        self._urgent_in_batch = 0
         return drained
 
     def _check_put_state(self) -> None:
@@ -192,7 +205,7 @@ class TaskMailbox:
 
     # -- put ---------------------------------------------------------------------------------------
     def put(self, mail: Mail) -> None:
-        """Enqueues ``mail`` at the tail; urgent mail goes through :meth:`put_first`."""
+        """Enqueues ``mail`` at the tail of the queue; urgent mail goes through :meth:`put_first`."""
         if mail.is_urgent:
             self.put_first(mail)
             return
@@ -200,38 +213,60 @@ class TaskMailbox:
         self._queue.append(mail)
 
     def put_first(self, mail: Mail) -> None:
-        """Puts ``mail`` ahead of every non-urgent mail, batch included, behind earlier urgent mail.
+        """Puts ``mail`` as urgent mail (Flink 2.3's private ``putFirst``, called for urgent mail only;
+        a mail that is not urgent is marked urgent).
 
-        Flink's ``putFirst`` from the mailbox thread adds to the batch's head; Flink 2.3 keeps
-        urgent mail in put order (vector ``put_urgent_first_fifo_among_urgent``), so it goes behind
-        the urgent mail already there.
+        It goes to the head of the batch when the batch starts with non-urgent mail and no urgent
+        mail waits in the queue, otherwise to the head of the queue.
         """
         self._check_put_state()
-        self._batch.insert(self._urgent_in_batch, mail)
-        self._urgent_in_batch += 1
+        if not mail.is_urgent:
+            mail.options = MailOptions.URGENT
+        if self._batch and not self._batch[0].is_urgent and not self._has_new_urgent_mail():
+            self._batch.appendleft(mail)
+        else:
+            self._queue.appendleft(mail)
+
+    def _has_new_urgent_mail(self) -> bool:
+        """Flink's ``hasNewUrgentMail``: urgent mail waits at the head of the queue."""
+        return bool(self._queue) and self._queue[0].is_urgent
+
+    def _move_urgent_mails_to_batch_if_needed(self, urgent_only: bool) -> None:
+        """Flink 2.3's ``moveUrgentMailsToBatchIfNeeded``: queued urgent mail to the batch's head."""
+        if self._batch:
+            if self._batch[0].is_urgent or not self._has_new_urgent_mail():
+                return
+        elif not self._queue or (urgent_only and not self._has_new_urgent_mail()):
+            return
+        while self._queue:
+            mail = self._queue.popleft()
+            if mail.is_urgent:
+                self._batch.appendleft(mail)
+            elif urgent_only:
+                self._queue.appendleft(mail)
+                break
+            else:
+                self._batch.append(mail)
 
     # -- take --------------------------------------------------------------------------------------
     def _take_or_none(self, priority: int, skip_deferrable: bool = False) -> Mail | None:
-        for index, mail in enumerate(self._batch):
-            if mail.get_priority() >= priority and not (skip_deferrable and mail.options.is_deferrable):
-                del self._batch[index]
-                if index < self._urgent_in_batch:
-                    self._urgent_in_batch -= 1
-                return mail
-        for index, mail in enumerate(self._queue):
-            if mail.get_priority() >= priority and not (skip_deferrable and mail.options.is_deferrable):
-                del self._queue[index]
-                return mail
+        for where in (self._batch, self._queue):
+            for index, mail in enumerate(where):
+                if mail.get_priority() >= priority and not (skip_deferrable and mail.options.is_deferrable):
+                    del where[index]
+                    return mail
         return None
 
     def try_take(self, priority: int, *, skip_deferrable: bool = False) -> Mail | None:
-        """The first mail (batch first, then queue) of priority >= ``priority``, or None.
+        """The first mail (batch first, then queue) of priority >= ``priority``, or None; queued
+        urgent mail first joins the batch.
 
         ``skip_deferrable`` also passes over deferrable mail (for
         :meth:`MailboxExecutor.try_yield_ignoring_deferrable`).
         """
         _check_priority(priority)
         self._check_take_state()
+        self._move_urgent_mails_to_batch_if_needed(urgent_only=True)
         return self._take_or_none(priority, skip_deferrable)
 
     def take(self, priority: int) -> Mail:
@@ -244,37 +279,37 @@ class TaskMailbox:
         return mail
 
     def create_batch(self) -> bool:
-        """Moves all queued mail behind the batch; returns whether the batch holds mail.
+        """Moves the queue into the batch when the batch is empty or urgent mail waits (urgent mail
+        to the head, the rest to the tail); returns whether the batch holds mail.
 
         The batch is fixed from now on: mail put later waits for the next batch (urgent mail
         excepted). The mailbox loop processes one batch per iteration, so mail that keeps
         enqueuing mail cannot starve the default action.
         """
-        self._batch.extend(self._queue)
-        self._queue.clear()
+        self._move_urgent_mails_to_batch_if_needed(urgent_only=False)
         return bool(self._batch)
 
     def try_take_from_batch(self) -> Mail | None:
-        """The next mail of the batch, whatever its priority, or None when the batch is empty."""
+        """The next mail of the batch, whatever its priority, or None when the batch is empty;
+        queued urgent mail first joins the batch."""
         self._check_take_state()
-        if not self._batch:
-            return None
-        if self._urgent_in_batch:
-            self._urgent_in_batch -= 1
-        return self._batch.popleft()
+        self._move_urgent_mails_to_batch_if_needed(urgent_only=True)
+        return self._batch.popleft() if self._batch else None
 
     # -- observe -----------------------------------------------------------------------------------
     def has_mail(self) -> bool:
         return bool(self._batch) or bool(self._queue)
 
     def has_urgent_mail(self) -> bool:
-        return self._urgent_in_batch > 0
+        return any(mail.is_urgent for mail in self._batch) or any(mail.is_urgent for mail in self._queue)
 
     def size(self) -> int:
         return len(self._batch) + len(self._queue)
 
     def pending_mails(self) -> list[Mail]:
-        """Every mail in the order takes read them (the batch first): a view for checks."""
+        """Every mail as stored, the batch then the queue (the order :meth:`drain` returns): a view
+        for checks. Takes read them in this order, except that queued urgent mail (latest first
+        here) joins the batch's head, in put order, before a take."""
         return [*self._batch, *self._queue]
 
     def batch_size(self) -> int:
@@ -464,7 +499,7 @@ class MailboxProcessor:
         """An urgent mail, unless the mailbox takes no more mail (Flink's ``sendPoisonMail``)."""
         def put() -> None:
             if self.mailbox.state is MailboxState.OPEN:
-                self.mailbox.put_first(Mail(action, description, MAX_PRIORITY, MailOptions.URGENT))
+                self.mailbox.put(Mail(action, description, MAX_PRIORITY, MailOptions.URGENT))
         self.mailbox.run_exclusively(put)
 
     def all_actions_completed(self) -> None:

@@ -2,23 +2,30 @@
 (``MailboxExecutorImpl``) take from it and answer.
 
 What is modelled
-  * ``mails``: one sequence, in the order every take reads it. Its first ``batch`` mails are the
-    batch; the rest is new mail. A mail is a name, a priority and its options (default,
-    deferrable, urgent).
+  * ``mails``: every mail as Flink 2.3 stores it: the batch (its first ``batch`` mails), then the
+    queue of new mail. A mail is a name, a priority and its options (default, deferrable, urgent).
+    Takes read the batch, then the queue; ``close`` drops them in this stored order.
   * The visible priority of a mail is its priority, except a deferrable mail, which counts as
     MIN_PRIORITY (-1): only takes with priority -1 see it (FLINK-35528).
-  * ``put``: a mail goes to the end; an urgent mail goes behind the urgent mails and ahead of every
-    other mail, and belongs to the batch (Flink's ``putFirst`` from the mailbox thread adds to the
-    batch; Flink 2.3 keeps urgent mail in put order).
-  * ``take(p)`` (``try_take``, ``try_yield``): removes the first mail whose visible priority is at
-    least ``p``. Priority hides mail, it never reorders it. ``try_yield_ignoring_deferrable`` also
-    passes over deferrable mail, even for ``p = -1`` (a streamproof addition, not in Flink).
-  * ``create_batch``: every mail joins the batch; mail put later is not in it (urgent excepted).
-    ``try_take_from_batch`` takes the first mail of the batch whatever its priority.
+  * ``put``: a mail goes to the end of the queue. An urgent mail (Flink's ``putFirst`` from the
+    mailbox thread) goes to the head of the batch when the batch starts with non-urgent mail and no
+    urgent mail waits in the queue; otherwise to the head of the queue, so urgent mail waiting
+    there is latest first.
+  * Before a take (``try_take``, ``try_yield``, ``try_take_from_batch``) the urgent mails at the
+    head of the queue move one by one to the head of the batch (restoring put order), unless the
+    batch starts with urgent mail; non-urgent queued mail stays (Flink 2.3's
+    ``moveUrgentMailsToBatchIfNeeded(true)``).
+  * ``take(p)`` (``try_take``, ``try_yield``): then removes the first mail whose visible priority
+    is at least ``p``. Priority hides mail, it never reorders it. ``try_yield_ignoring_deferrable``
+    also passes over deferrable mail, even for ``p = -1`` (a streamproof addition, not in Flink).
+  * ``create_batch``: moves the whole queue (urgent mail to the head of the batch, the rest to its
+    tail) when the batch is empty, or when it starts with non-urgent mail and urgent mail waits;
+    otherwise nothing moves. Answers whether the batch holds mail. ``try_take_from_batch`` takes
+    the first mail of the batch whatever its priority.
   * ``should_interrupt``: any mail at all (Flink today), or, under the FLINK-35051 policy, any
     urgent mail. ``has_mail`` and ``size`` count every mail, deferrable mail included.
   * Life cycle OPEN -> QUIESCED -> CLOSED: QUIESCED refuses puts, CLOSED refuses puts and takes;
-    ``close`` drops every mail and reports them in take order. A refusal is Flink's
+    ``close`` drops every mail and reports them, the batch then the queue. A refusal is Flink's
     ``MailboxClosedException``; the state does not change.
 
 What is left out
@@ -28,7 +35,9 @@ What is left out
     processor is tested directly (``tests/test_mailbox.py``).
   * Choices: none. The mailbox is deterministic, so the model predicts every observation.
 
-Checked by ``tests/test_mailbox_vectors.py`` (the 12 Flink 2.3 traces), ``tests/test_mailbox.py``
+Checked by ``tests/test_mailbox_vectors.py`` (the 12 Flink 2.3 traces), ``tests/test_conformance_mailbox.py``
+(regression scenarios observed on Flink 2.3, one per divergence found by ``streamproof conform``),
+``tests/test_mailbox.py``
 (ports of Flink's mailbox tests) and the differential state machine
 ``properties/mailbox/machine.py``: in the ci profile about 300 scenarios of up to 40 steps (about
 14,000 steps per run) with priorities -1..3, every invariant below checked after each step, every
@@ -71,7 +80,7 @@ class Letter:
 
 @dataclass
 class Mailbox:
-    mails: list = field(default_factory=list)  # every mail, in take order: the batch, then new mail
+    mails: list = field(default_factory=list)  # every mail as stored: the batch, then the queue
     batch: int = 0                              # the first `batch` mails form the batch
     state: str = "OPEN"                         # OPEN | QUIESCED | CLOSED
 
@@ -89,25 +98,53 @@ class MailboxModel:
         self.box = Mailbox()
 
     def put(self, letter: Letter) -> None:
-        """Urgent: behind the urgent mails, in the batch; otherwise at the end."""
+        """Urgent: to the batch's head if it starts with non-urgent mail and no urgent mail is
+        queued, else to the queue's head; otherwise to the end of the queue."""
         box = self.box
         if box.state != "OPEN":
             raise Refused(f"put refused: the mailbox is {box.state}")
-        if letter.urgent:
-            box.mails.insert(sum(m.urgent for m in box.mails), letter)
+        if not letter.urgent:
+            box.mails.append(letter)
+        elif box.batch > 0 and not box.mails[0].urgent and not self._urgent_queued():
+            box.mails.insert(0, letter)
             box.batch += 1
         else:
-            box.mails.append(letter)
+            box.mails.insert(box.batch, letter)
+
+    def _urgent_queued(self) -> bool:
+        """Flink's ``hasNewUrgentMail``: the queue starts with urgent mail."""
+        box = self.box
+        return len(box.mails) > box.batch and box.mails[box.batch].urgent
+
+    def _move_urgent_to_batch(self, urgent_only: bool) -> None:
+        """Flink 2.3's ``moveUrgentMailsToBatchIfNeeded``: queued urgent mail to the batch's head,
+        one by one; the rest of the queue to the batch's tail too unless ``urgent_only``."""
+        box = self.box
+        batch, queue = box.mails[:box.batch], box.mails[box.batch:]
+        if batch:
+            if batch[0].urgent or not self._urgent_queued():
+                return
+        elif not queue or (urgent_only and not self._urgent_queued()):
+            return
+        while queue:
+            letter = queue.pop(0)
+            if letter.urgent:
+                batch.insert(0, letter)
+            elif urgent_only:
+                queue.insert(0, letter)
+                break
+            else:
+                batch.append(letter)
+        box.mails, box.batch = batch + queue, len(batch)
+
+    def _check_take(self) -> None:
+        if self.box.state == "CLOSED":
+            raise Refused("take refused: the mailbox is CLOSED")
 
     def try_take(self, priority: int) -> Letter | None:
-        """The first mail whose visible priority is at least ``priority``, removed; else None."""
-        box = self.box
-        if box.state == "CLOSED":
-            raise Refused("take refused: the mailbox is CLOSED")
-        for index, letter in enumerate(box.mails):
-            if letter.visible_priority >= priority:
-                return self._remove(index)
-        return None
+        """Queued urgent mail joins the batch; then the first mail (batch, then queue) whose visible
+        priority is at least ``priority``, removed; else None."""
+        return self._take(lambda letter: letter.visible_priority >= priority)
 
     def try_yield(self, priority: int) -> Letter | None:
         """An executor of ``priority`` takes like ``try_take`` and runs what it took."""
@@ -115,26 +152,28 @@ class MailboxModel:
 
     def try_yield_ignoring_deferrable(self, priority: int) -> Letter | None:
         """Like ``try_yield``, passing over deferrable mail whatever ``priority`` is."""
-        box = self.box
-        if box.state == "CLOSED":
-            raise Refused("take refused: the mailbox is CLOSED")
-        for index, letter in enumerate(box.mails):
-            if letter.visible_priority >= priority and letter.options != "deferrable":
+        return self._take(lambda letter: letter.visible_priority >= priority and letter.options != "deferrable")
+
+    def _take(self, visible) -> Letter | None:
+        self._check_take()
+        self._move_urgent_to_batch(urgent_only=True)
+        for index, letter in enumerate(self.box.mails):
+            if visible(letter):
                 return self._remove(index)
         return None
 
     def create_batch(self) -> bool:
-        """Every mail joins the batch; answers whether the batch holds mail."""
-        box = self.box
-        box.batch = len(box.mails)
-        return box.batch > 0
+        """The queue joins the batch if the batch is empty or urgent mail waits to go ahead of it;
+        answers whether the batch holds mail."""
+        self._move_urgent_to_batch(urgent_only=False)
+        return self.box.batch > 0
 
     def try_take_from_batch(self) -> Letter | None:
-        """The first mail of the batch, whatever its priority; None when the batch is empty."""
-        box = self.box
-        if box.state == "CLOSED":
-            raise Refused("take refused: the mailbox is CLOSED")
-        return self._remove(0) if box.batch > 0 else None
+        """Queued urgent mail joins the batch; then the first mail of the batch, whatever its
+        priority; None when the batch is empty."""
+        self._check_take()
+        self._move_urgent_to_batch(urgent_only=True)
+        return self._remove(0) if self.box.batch > 0 else None
 
     def should_interrupt(self, priority: int) -> bool:
         """Any mail (Flink today) or any urgent mail (FLINK-35051); the executor's priority does
@@ -169,10 +208,9 @@ class MailboxModel:
 
 
 # -- invariants (checked after every step by the differential check) ---------------------------
-def urgent_mail_first(box: Mailbox) -> bool:
-    """Urgent mails form a prefix of the take order (put order among them by construction)."""
+def _urgent_prefix(letters: list) -> bool:
     seen_other = False
-    for letter in box.mails:
+    for letter in letters:
         if not letter.urgent:
             seen_other = True
         elif seen_other:
@@ -180,9 +218,10 @@ def urgent_mail_first(box: Mailbox) -> bool:
     return True
 
 
-def urgent_mail_in_batch(box: Mailbox) -> bool:
-    """Every urgent mail is in the batch."""
-    return sum(m.urgent for m in box.mails) <= box.batch
+def urgent_mail_first(box: Mailbox) -> bool:
+    """Urgent mails form a prefix of the batch and a prefix of the queue: urgent mail is put at
+    either head and only ever moves from the queue's head to the batch's head."""
+    return _urgent_prefix(box.mails[:box.batch]) and _urgent_prefix(box.mails[box.batch:])
 
 
 def batch_within_mails(box: Mailbox) -> bool:
@@ -195,7 +234,6 @@ def closed_is_empty(box: Mailbox) -> bool:
 
 INVARIANTS = {
     "urgent-mail-first": urgent_mail_first,
-    "urgent-mail-in-batch": urgent_mail_in_batch,
     "batch-within-mails": batch_within_mails,
     "closed-is-empty": closed_is_empty,
 }
