@@ -5,7 +5,7 @@ After every step:
     mail taken, yielded or dropped, batch, has_mail, should_interrupt, size, state, refusals);
   * ``same-mailbox``: both hold the same mails (name, priority, options) in the same take order,
     the same batch and the same state;
-  * ``urgent-mail-first``, ``urgent-mail-in-batch``, ``batch-within-mails``, ``closed-is-empty``:
+  * ``urgent-mail-first``, ``batch-within-mails``, ``closed-is-empty``:
     the model's invariants (``model/mailbox.py``), on the implementation's mailbox and the model's;
   * ``no-mail-lost-or-duplicated``: every accepted put is, exactly once, taken, yielded, dropped by
     close, or still in the mailbox (as multisets of names, per mailbox).
