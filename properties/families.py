@@ -22,7 +22,7 @@ import os
 from importlib.metadata import entry_points
 
 BUILTIN = tuple(f"streamproof.properties.{name}"
-                for name in ("timers", "mailbox", "job", "snapshots", "termination", "valve"))
+                for name in ("timers", "mailbox", "job", "snapshots", "termination", "valve", "chain_watermark"))
 ROLES = ("steps", "catalogue", "bugzoo")
 ENTRY_POINT_GROUP = "streamproof.families"
 ENVIRONMENT = "STREAMPROOF_FAMILIES"

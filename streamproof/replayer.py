@@ -53,11 +53,18 @@ def _valve_format() -> TraceFormat:
     return TraceFormat(run_vector_steps, same_trace, difference)
 
 
+def _chain_watermark_format() -> TraceFormat:
+    from streamproof.properties.chain_watermark.runner import difference, run_impl, same_trace
+
+    return TraceFormat(lambda steps: run_impl(steps, "flink-2.3"), same_trace, difference)
+
+
 # Families whose observations can be compared with a reference trace (one entry per family).
 TRACE_FORMATS: dict[str, Callable[[], TraceFormat]] = {
     "timers": _timers_format,
     "mailbox": _mailbox_format,
     "valve": _valve_format,
+    "chain_watermark": _chain_watermark_format,
 }
 
 

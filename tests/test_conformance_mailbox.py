@@ -54,11 +54,4 @@ def test_regression_scenarios_on_flink():
         assert answer["observed"] == doc["flink_observed"], doc["name"]
 
 
-@needs_jdk
-def test_conform_mailbox_300_scenarios():
-    from streamproof.conformance.conform import conform
-    report = conform("mailbox", "2.3.0", 300, 0)
-    assert report.compared == 300
-    assert not report.harness_errors, [d.error for d in report.harness_errors[:3]]
-    assert not report.impl_divergences, [(d.index, d.where) for d in report.impl_divergences[:3]]
-    assert not report.model_divergences, [(d.index, d.where) for d in report.model_divergences[:3]]
+# The 300-scenario comparison with Flink of every family: tests/test_conformance_cli.py.

@@ -118,13 +118,4 @@ def _tie_choice(divergence) -> bool:
             and same_trace(run_model(steps, reference=impl), impl))
 
 
-@needs_jdk
-def test_conform_timers_300_scenarios():
-    from streamproof.conformance.conform import conform
-    report = conform("timers", "2.3.0", 300, 0)
-    assert report.compared > 0
-    assert not report.harness_errors, [d.error for d in report.harness_errors[:3]]
-    unexplained = [(side, d.index, d.where)
-                   for side, items in (("impl", report.impl_divergences), ("model", report.model_divergences))
-                   for d in items if not _tie_choice(d)]
-    assert not unexplained, unexplained[:3]
+# The 300-scenario comparison with Flink of every family: tests/test_conformance_cli.py.

@@ -64,7 +64,13 @@ def _valve() -> ConformFamily:
                          same_trace, difference, restrict)
 
 
-FAMILIES: dict[str, Callable[[], ConformFamily]] = {"timers": _timers, "mailbox": _mailbox, "valve": _valve}
+def _chain_watermark() -> ConformFamily:
+    from streamproof.properties.chain_watermark.conform import conform_family
+    return conform_family(ConformFamily)
+
+
+FAMILIES: dict[str, Callable[[], ConformFamily]] = {"timers": _timers, "mailbox": _mailbox, "valve": _valve,
+                                                    "chain_watermark": _chain_watermark}
 
 # (family, side, reason): differences that are expected and why. None today.
 KNOWN: list[tuple[str, str, str]] = []
