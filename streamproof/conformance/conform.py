@@ -80,7 +80,7 @@ def generate(family: ConformFamily, examples: int, seed: int, step_count: int = 
     """``examples`` scenarios of the family's state machine (seeded; Hypothesis' generate phase only),
     each as run so far when the example ended (a violation ends it early: the scenario is kept)."""
     from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
-    from hypothesis.stateful import run_state_machine_as_test
+    from hypothesis.stateful import get_state_machine_test
 
     from streamproof.properties import registry
 
@@ -108,9 +108,7 @@ def generate(family: ConformFamily, examples: int, seed: int, step_count: int = 
                              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
                              report_multiple_bugs=False, print_blob=False)
 
-    @hypothesis_seed(seed)
-    def run():
-        run_state_machine_as_test(Collecting, settings=test_settings)
+    run = hypothesis_seed(seed)(get_state_machine_test(Collecting, settings=test_settings))
 
     try:
         run()
