@@ -28,7 +28,7 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
     is unavailable or the arguments are bad."""
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
     from streamproof.conformance.conform import FAMILIES, KNOWN, conform as run, write_divergences
-    from streamproof.conformance.flink_env import FlinkUnavailable
+    from streamproof.conformance.flink_env import FlinkUnavailable, HarnessBuildError
     from streamproof.conformance.harness import HarnessError
 
     unknown = [f for f in families if f not in FAMILIES]
@@ -39,7 +39,7 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
         started = time.perf_counter()
         try:
             report = run(family, version, examples, seed)
-        except (FlinkUnavailable, HarnessError) as e:
+        except (FlinkUnavailable, HarnessBuildError, HarnessError) as e:
             raise InputError(str(e)) from None
         seconds = time.perf_counter() - started
         written = write_divergences(report, out) if not report.agreed else []

@@ -48,14 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", action="append", choices=sorted(FILES), help="only these families")
     parser.add_argument("--check", action="store_true", help="compare with the files; write nothing")
     args = parser.parse_args(argv)
-    from streamproof.conformance.flink_env import FlinkUnavailable
+    from streamproof.conformance.flink_env import FlinkUnavailable, HarnessBuildError
     from streamproof.conformance.harness import HarnessError
 
     differs = False
     for family in args.family or list(FILES):
         try:
             doc, changed = regenerate(args.flink, family)
-        except (FlinkUnavailable, HarnessError) as e:
+        except (FlinkUnavailable, HarnessBuildError, HarnessError) as e:
             print(f"streamproof: error: {e}", file=sys.stderr)
             return 2
         cases = len(doc["cases"])
