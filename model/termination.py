@@ -3,7 +3,8 @@
 What is modelled (one timer service)
   * Actions: CANCEL (0), TRIGGER (1), WAIT (2). A pending processing-time timer ``(ts, key,
     namespace)`` has a registered action (CANCEL unless given; registering a pending timer again
-    replaces it); an override, when set, is every timer's effective action.
+    replaces it); an override, when set, is every timer's effective action, whenever it was set
+    (``set_override``: timers registered or restored before it get it too).
   * Phases RUNNING -> FLUSHING -> FLUSHED.
   * ``handle(timer)``: precondition FLUSHING and ``timer`` is a pending timer of minimal
     timestamp (which of several equal ones is not chosen by the model: the checker passes the
@@ -59,6 +60,22 @@ class FlushSpec:
 
     def effective(self, timer: Timer) -> int:
         return self.override if self.override is not None else self.actions[timer]
+
+    def set_override(self, action: int | None) -> None:
+        """The override may change at any time (None removes it): from then on it is the
+        effective action of every pending timer, the ones registered or restored before included."""
+        self.override = action
+
+    def outcome(self, timer: Timer) -> int | None:
+        """What :meth:`handle` would do with a pending ``timer`` now, without doing it: the
+        action it fires with (DUE: already due) or None (dropped)."""
+        if self.due_part and timer[0] <= self.clock:
+            return DUE
+        horizon = max((t[0] for t in self.actions), default=None) if self.due_part else self.horizon
+        if horizon is None or timer[0] > horizon:
+            return None
+        action = self.effective(timer)
+        return None if action == CANCEL else action
 
     def register(self, timer: Timer, action: int | None = None) -> None:
         if self.phase == "FLUSHED":

@@ -183,3 +183,58 @@ def test_composite_keys_round_trip_with_their_hash_codes():
                                      {0: {"t": KeyGroupTimers((InternalTimer(7, key, "w"),))}})
     (entry,) = list(decode_snapshot(encode_snapshot(contents)).entries())
     assert entry[2].key == key and entry[2].key.hash_code == key.hash_code
+
+
+def test_every_section_payload_flip_with_the_file_crc_recomputed_is_rejected_naming_its_key_group():
+    """Only the section CRC32 can catch a payload byte flipped once the whole-file CRC is
+    recomputed (``corrupt_section``): every payload byte of every section of the corpus, flipped
+    with a few masks, is rejected by that section's CRC, at its offset, naming its key group."""
+    from streamproof.properties.snapshots.check import corrupt_section, names_key_group, section_spans
+
+    checked = 0
+    for data in corpus(0)[:6]:
+        spans, end = section_spans(data)
+        assert end is not None
+        for key_group, start, stop in spans:
+            for offset in range(stop - start - 13):
+                for xor in (0x01, 0x80, 0xFF):
+                    mutated = bytearray(data)
+                    assert corrupt_section(mutated, key_group, offset, xor) == (start, stop)
+                    assert zlib.crc32(mutated[:end + 13]) == struct.unpack_from(">I", mutated, end + 13)[0]
+                    with pytest.raises(SnapshotFormatError) as e:
+                        decode_snapshot(bytes(mutated))
+                    assert e.value.offset == start + 9 and "CRC mismatch" in e.value.problem, str(e.value)
+                    assert names_key_group(str(e.value), key_group), str(e.value)
+                    checked += 1
+    assert checked > 1000
+
+
+def test_corrupt_section_leaves_a_file_without_that_section_unchanged():
+    from streamproof.properties.snapshots.check import corrupt_section, section_spans
+
+    data = encode_snapshot(small())
+    assert [kg for kg, _, _ in section_spans(data)[0]] == [55]
+    mutated = bytearray(data)
+    assert corrupt_section(mutated, 54, 0, 1) is None and bytes(mutated) == data
+
+
+def test_section_crc_skipping_the_payload_lets_a_recomputed_file_through():
+    """The bug-zoo variant section-crc-skips-payload: raw flips are still caught (by the file CRC),
+    a payload flip with the file CRC recomputed is read back as other timers."""
+    from streamproof.properties.bugzoo import get_variant
+    from streamproof.properties.snapshots.check import corrupt_section, section_spans
+
+    with get_variant("section-crc-skips-payload").patch():
+        data = encode_snapshot(small())
+        assert decode_snapshot(data) == decode_snapshot(encode_snapshot(small()))
+        (_, start, _), = section_spans(data)[0]
+        ts_low = 2 + 2 + 4 + 7  # entry count, service index, event count, then the i64's last byte
+        flipped = bytearray(data)
+        flipped[start + 13 + ts_low] ^= 0x01
+        with pytest.raises(SnapshotFormatError, match="file CRC mismatch"):
+            decode_snapshot(bytes(flipped))
+        mutated = bytearray(data)
+        corrupt_section(mutated, 55, ts_low, 0x01)  # the first timestamp: 7 -> 6
+        assert [t.timestamp for _, _, t, _ in decode_snapshot(bytes(mutated)).entries()][0] == 6
+    with pytest.raises(SnapshotFormatError, match="section of key group 55"):
+        decode_snapshot(bytes(mutated))

@@ -17,12 +17,20 @@ from streamproof.replayer import replay
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples" / "snapshots").glob("*.json"))
+PROPERTIES = ("snapshots.point-in-time", "snapshots.restore-equivalence")
+
+
+class _ValidatedMachine(SnapshotMachine):
+    def teardown(self):
+        """Every recorded run is a valid scenario (what a counterexample file must be), also
+        around rejected restores, which the scenario rules cannot tell from accepted ones."""
+        load_scenario(dump_scenario(self.scenario()))
 
 
 def test_both_properties_hold_and_every_interesting_case_is_reached():
     """One exploration checks the invariants of snapshots.point-in-time and
     snapshots.restore-equivalence together (ci: 300 examples; campaign: 20,000)."""
-    test = get_state_machine_test(SnapshotMachine, settings=settings(
+    test = get_state_machine_test(_ValidatedMachine, settings=settings(
         settings(), deadline=None, database=None, suppress_health_check=list(HealthCheck)))
     with counting() as reach:
         try:
@@ -36,7 +44,11 @@ def test_both_properties_hold_and_every_interesting_case_is_reached():
             pytest.fail(f"{e}\nscenario: {dump_scenario(scenario)}")
     print(f"\nreachability over {settings().max_examples} examples:",
           json.dumps(dict(sorted(reach.items())), ensure_ascii=False))
-    for label in REACHABILITY:
+    # every count the snapshots properties report (streamproof check, campaigns) is above zero
+    labels = {label for name in PROPERTIES for label in registry.get(name).reachability}
+    assert labels >= {"one section corrupted with the file checksum recomputed",
+                      "section corruption rejected naming its key group"}
+    for label in sorted(labels | set(REACHABILITY)):
         assert reach.get(label, 0) > 0, f"never reached: {label}"
 
 
@@ -47,7 +59,7 @@ def test_properties_and_variants_are_registered():
     ours = {v.name: v.caught_by for v in all_variants() if v.caught_by.startswith("snapshots.")}
     assert set(ours) == {"seed-single-create-delete-pair", "physical-delete-while-snapshot-runs",
                          "snapshot-sees-newer-timers", "tombstones-never-purged", "crc-not-checked",
-                         "format-1-restores-trigger"}
+                         "format-1-restores-trigger", "section-crc-skips-payload"}
 
 
 def test_examples_replay_and_hold():
@@ -77,6 +89,28 @@ def test_examples_replay_and_hold():
      "field 'subtask': expected a subtask below 2, got 2"),
     ([{"op": "new_job", "max_parallelism": 4, "parallelism": 1}, {"op": "start_snapshot", "id": "c", "format": 3}],
      "field 'format': expected an integer in [1, 2], got 3"),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 2}, {"op": "start_snapshot", "id": "c"},
+      {"op": "finish_snapshot", "id": "c"},
+      {"op": "corrupt_section", "id": "c", "subtask": 1, "key_group": 1, "offset": 0, "xor": 1}],
+     "step 3 (corrupt_section): field 'key_group': expected a key group of subtask 1's range [2, 3], got 1"),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 2}, {"op": "start_snapshot", "id": "c"},
+      {"op": "finish_snapshot", "id": "c"},
+      {"op": "corrupt_section", "id": "c", "subtask": 2, "key_group": 3, "offset": 0, "xor": 1}],
+     "step 3 (corrupt_section): field 'subtask': expected a subtask below 2, got 2"),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 1}, {"op": "start_snapshot", "id": "c"},
+      {"op": "corrupt_section", "id": "c", "subtask": 0, "key_group": 0, "offset": 0, "xor": 1}],
+     "step 2 (corrupt_section): field 'id': expected a finished snapshot (), got \"c\""),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 1}, {"op": "start_snapshot", "id": "c"},
+      {"op": "finish_snapshot", "id": "c"},
+      {"op": "corrupt_section", "id": "c", "subtask": 0, "key_group": 0, "offset": 0, "xor": 0}],
+     "step 3 (corrupt_section): field 'xor': expected an integer in [1, 255], got 0"),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 1}, {"op": "start_snapshot", "id": "c"},
+      {"op": "finish_snapshot", "id": "c"}, {"op": "corrupt_section", "id": "c", "subtask": 0, "offset": 0, "xor": 1}],
+     "step 3 (corrupt_section): field 'key_group': missing"),
+    ([{"op": "new_job", "max_parallelism": 4, "parallelism": 1}, {"op": "start_snapshot", "id": "c"},
+      {"op": "finish_snapshot", "id": "c"},
+      {"op": "corrupt", "id": "c", "subtask": 0, "offset": 0, "xor": 1, "recompute": True}],
+     "step 3 (corrupt): field 'recompute': unknown field"),
 ])
 def test_family_errors_name_step_and_field(steps, message):
     with pytest.raises(ScenarioError) as e:
@@ -99,6 +133,7 @@ BITES = {
                                        "snapshot-sees-newer-timers", "tombstones-never-purged"],
     "corrupted-and-format-1.json": ["crc-not-checked", "format-1-restores-trigger"],
     "rescale-2-to-3.json": ["physical-delete-while-snapshot-runs"],
+    "section-corrupted.json": ["section-crc-skips-payload", "crc-not-checked"],
 }
 
 
@@ -109,3 +144,26 @@ def test_examples_fail_with_the_bugs_they_describe(name):
     for bug in BITES[name]:
         with get_variant(bug).patch():
             assert not replay(scenario).holds, f"{name} holds with {bug}"
+
+
+def test_section_corruption_must_be_rejected_naming_its_key_group():
+    """restore-equivalence fails a reader that rejects a section-corrupted file without naming the
+    section (here: a correct reader whose message names no key group), and one that restores it."""
+    from streamproof.impl import snapshot_format
+    from streamproof.properties.timers.bugzoo import patched
+
+    scenario = load_scenario_file(REPO / "examples" / "snapshots" / "section-corrupted.json")
+    prop = registry.get("snapshots.restore-equivalence")
+    original = snapshot_format._check_crc
+
+    def vague(expected, actual, offset, what):
+        try:
+            original(expected, actual, offset, "some")
+        except snapshot_format.SnapshotFormatError as e:
+            raise snapshot_format.SnapshotFormatError(0, e.problem) from None
+
+    with patched(snapshot_format, _check_crc=vague):
+        verdict = prop.check(scenario)
+    assert not verdict.holds and verdict.invariant == "corruption-rejected"
+    assert "does not name that section" in verdict.message and "key group 2" in verdict.message
+    assert prop.check(scenario).holds

@@ -544,7 +544,8 @@ from streamproof.properties.scenario import load_scenario_file  # noqa: E402
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "termination"
 
 
-@pytest.mark.parametrize("name", ["cancel", "trigger", "wait", "no-drain", "override-with-failure"])
+@pytest.mark.parametrize("name", ["cancel", "trigger", "wait", "no-drain", "override-with-failure",
+                                  "override-after-restore"])
 def test_termination_examples_hold_on_every_property(name):
     scenario = load_scenario_file(EXAMPLES / f"{name}.json")
     assert scenario.family == "termination" and scenario.description
@@ -556,6 +557,7 @@ def test_termination_examples_hold_on_every_property(name):
 @pytest.mark.parametrize("name, bug", [
     ("trigger", "flush-handles-head-only"), ("trigger", "trigger-reads-real-clock"), ("trigger", "flush-without-horizon"),
     ("wait", "wait-fires-early"), ("cancel", "flush-after-finish"), ("override-with-failure", "override-ignored"),
+    ("override-after-restore", "override-applies-only-to-later-timers"), ("override-after-restore", "override-ignored"),
 ])
 def test_termination_examples_catch_their_bug(name, bug):
     scenario = load_scenario_file(EXAMPLES / f"{name}.json")
@@ -590,6 +592,10 @@ def test_termination_property_holds_and_reaches_its_cases(name):
     (lambda d: d["steps"][0].update(source=5), "step 0 (timer): field 'source'"),
     (lambda d: d["params"].update(override="NEVER"), "override: null or one of CANCEL, TRIGGER, WAIT"),
     (lambda d: d["params"].update(snapshot_format=3), "snapshot_format: 1 or 2"),
+    (lambda d: d["steps"].append({"op": "override", "action": "LATER"}),
+     "step 3 (override): field 'action': expected one of CANCEL, TRIGGER, WAIT"),
+    (lambda d: d["steps"].append({"op": "override", "action": "WAIT", "at": -1}), "step 3 (override): field 'at'"),
+    (lambda d: d["steps"].append({"op": "override"}), "step 3 (override): field 'action'"),
     (lambda d: d["params"].update(operator="window_sum"), "params"),
 ])
 def test_bad_termination_scenarios_are_one_line_errors(change, message):
@@ -611,3 +617,66 @@ def test_an_end_of_input_that_drops_the_continuation_is_caught():
         result = explore(registry.get("termination.finish-is-last"), examples=300, seed=0, shrink=False)
     assert not result.holds, "survived"
     assert result.invariant in ("event-timers-fire-once", "event-timers-before-flush"), result.message
+
+
+# -- the three blind spots (issue 17): flush order, the WAIT clock, an override set at any time --------------
+
+def _scenario(steps, **params):
+    from streamproof.properties.scenario import Scenario
+    base = {"sources": 1, "parallelism": 1, "max_parallelism": 4, "checkpoint_interval": 3, "seed": 0, "drain": True}
+    return Scenario(family="termination", steps=tuple(steps), params={**base, **params})
+
+
+def test_the_specification_applies_a_late_override_to_earlier_timers():
+    from streamproof.model.termination import CANCEL, MAX_TIME, TRIGGER, FlushSpec
+    spec = FlushSpec(clock=10)
+    spec.register((200, "a", None), CANCEL)  # registered (or restored from format 1) before the override
+    spec.set_override(TRIGGER)
+    spec.register((100, "b", None), CANCEL)
+    spec.start_flush()
+    assert [spec.outcome(t) for t in spec.candidates()] == [TRIGGER]
+    assert spec.handle((100, "b", None)) == (TRIGGER, MAX_TIME)
+    assert spec.handle((200, "a", None)) == (TRIGGER, MAX_TIME)
+    spec.end_flush()
+    spec.check()
+
+
+def test_override_steps_round_trip_and_reach_the_operator():
+    from streamproof.properties.scenario import dump_scenario, load_scenario
+    from streamproof.properties.termination.steps import Override, ProcessingTimer
+    scenario = _scenario([ProcessingTimer(0, "a", 200, None), Override("WAIT"), Override("TRIGGER", 5)])
+    assert load_scenario(dump_scenario(scenario)) == scenario
+    for prop in registry.for_family("termination"):
+        assert prop.check(scenario).holds
+
+
+@pytest.mark.parametrize("bug, steps, params, invariant", [
+    ("flush-handles-in-registration-order",  # registered 300 before 200: the flush must fire 200 first
+     [("timer", "b", 300, "TRIGGER", None), ("timer", "a", 200, "TRIGGER", None)], {}, "flush-in-timestamp-order"),
+    ("wait-reads-its-own-time",  # the child at 199 is handled after the clock reached 200: it reads 200
+     [("timer", "a", 200, "WAIT", -1)], {}, "flush-reads-the-specified-clock"),
+    ("override-applies-only-to-later-timers",  # restored from format 1 (CANCEL), then the override from open()
+     [("timer", "a", 200, None, None), ("timer", "c", 8, "WAIT", None), ("override", "TRIGGER"), ("fail", 12)],
+     {"snapshot_format": 1}, "flush-applies-the-effective-action"),
+])
+def test_the_new_claims_catch_their_variant(bug, steps, params, invariant):
+    from streamproof.properties.job.steps import Fail
+    from streamproof.properties.termination.steps import Override, ProcessingTimer
+    built = [ProcessingTimer(0, s[1], s[2], s[3], s[4]) if s[0] == "timer" else Override(s[1]) if s[0] == "override"
+             else Fail(s[1], None) for s in steps]
+    scenario = _scenario(built, **params)
+    prop = registry.get("termination.actions-obeyed")
+    assert prop.check(scenario).holds
+    with get_variant(bug).patch():
+        verdict = prop.check(scenario)
+    assert not verdict.holds and verdict.invariant == invariant, (verdict.invariant, verdict.message)
+
+
+def test_the_family_watches_the_new_situations():
+    """The reachability test above fails when any of these is never reached at the profile's budget."""
+    from streamproof.properties.termination.catalogue import REACHABILITY
+    assert {"override set after timers exist", "override set after a restore", "format-1 restore under an override",
+            "flush handled timers out of registration order",
+            "WAIT timer read a flush clock later than its time"} <= set(REACHABILITY)
+    for prop in registry.for_family("termination"):
+        assert set(REACHABILITY) <= set(prop.reachability)

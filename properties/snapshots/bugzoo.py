@@ -6,6 +6,8 @@ Caught by ``snapshots.point-in-time`` (what a snapshot holds, what is left behin
 
 from __future__ import annotations
 
+import struct
+import zlib
 from contextlib import contextmanager
 
 import streamproof.impl.snapshot_format as snapshot_format
@@ -100,4 +102,35 @@ def crc_not_checked():
 @contextmanager
 def format_1_restores_trigger():
     with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):
+        yield
+
+
+@variant("section-crc-skips-payload", "streamproof", RESTORE,
+         "Writer and reader agree on a section CRC32 over the section's key group and length only, "
+         "not its payload. A raw bit flip is still caught by the whole-file CRC of the end record; "
+         "a payload byte flipped with that file CRC recomputed restores a different timer, or fails "
+         "with an error that does not name the section.")
+@contextmanager
+def section_crc_skips_payload():
+    write_section, read_section = snapshot_format.SnapshotWriter.section, snapshot_format._read_section
+
+    def section(self, key_group, per_service):
+        data, timers = write_section(self, key_group, per_service)
+        if data:  # BUG: the CRC covers the key group and the length, not the payload
+            data = data[:9] + struct.pack(">I", zlib.crc32(data[1:9])) + data[13:]
+        return data, timers
+
+    def _read_section(r, *args):
+        at = r.pos
+        if r.left() >= 13:
+            head, stored = r.data[at + 1:at + 9], struct.unpack_from(">I", r.data, at + 9)[0]
+            length = struct.unpack_from(">I", head, 4)[0]
+            if stored == zlib.crc32(head) and length <= r.left() - 13:
+                # BUG: the header matches its CRC, so the payload is read unchecked (the correct
+                # reader is handed the CRC it computes, its other checks stay as they are)
+                payload = r.data[at + 13:at + 13 + length]
+                r.data = r.data[:at + 9] + struct.pack(">I", zlib.crc32(payload, zlib.crc32(head))) + r.data[at + 13:]
+        return read_section(r, *args)
+
+    with patched(snapshot_format.SnapshotWriter, section=section), patched(snapshot_format, _read_section=_read_section):
         yield

@@ -13,7 +13,8 @@ SUMMARIES = {
     "snapshots.restore-equivalence": "Restoring a snapshot into any number of subtasks and going on equals the "
                                      "model going on from the snapshot: the same timers fire, each once, and the "
                                      "same timers stay pending with their actions; a corrupted snapshot is "
-                                     "rejected and changes nothing.",
+                                     "rejected and changes nothing, and one damaged only in a section's payload "
+                                     "(whole-file CRC recomputed) is rejected naming that section's key group.",
 }
 
 

@@ -12,11 +12,16 @@ Invariants (each property checks its own, see :data:`INVARIANTS`):
     timers, each once, each in the subtask owning its key group, with their actions;
   * ``restore-accepted``: restoring a valid snapshot succeeds (N -> M for any M);
   * ``corruption-rejected``: restoring a corrupted snapshot raises ``SnapshotFormatError`` and
-    leaves the job as it was.
+    leaves the job as it was; when only sections were corrupted (``corrupt_section``: a payload
+    byte flipped and the file CRC recomputed, so only the section's CRC32 can tell), the error
+    names a corrupted section's key group and an offset inside that section.
 """
 
 from __future__ import annotations
 
+import re
+import struct
+import zlib
 from collections import Counter
 from typing import Iterable
 
@@ -24,7 +29,8 @@ from streamproof.impl.keygroups import (
     KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot
+from streamproof.impl.keygroups import Int32
+from streamproof.impl.snapshot_format import END, SECTION, SnapshotFormatError, decode_snapshot
 from streamproof.impl.snapshots import restore_from_snapshots, versions_of
 from streamproof.impl.termination import TimerTerminationAction
 from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
@@ -39,6 +45,49 @@ INVARIANTS = {
 }
 ALL_INVARIANTS = tuple(dict.fromkeys(i for names in INVARIANTS.values() for i in names))
 BUDGET = 100_000
+
+
+# -- section corruption ------------------------------------------------------------------------
+def section_spans(data) -> tuple[list[tuple[int, int, int]], int | None]:
+    """Walks a file's framing as docs/snapshots.md lays it out (nothing is checked): the sections
+    as ``(key group, offset of the record, offset after its payload)`` and the offset of the end
+    record (None when the framing does not lead to one)."""
+    spans: list[tuple[int, int, int]] = []
+    try:
+        pos = 30
+        for _ in range(struct.unpack_from(">H", data, 28)[0]):  # service names
+            pos += 2 + struct.unpack_from(">H", data, pos)[0]
+        pos += 4  # header CRC
+        while pos < len(data) and data[pos] == SECTION:
+            key_group, length = struct.unpack_from(">II", data, pos + 1)
+            spans.append((key_group, pos, pos + 13 + length))
+            pos += 13 + length
+        if pos + 17 <= len(data) and data[pos] == END:
+            return spans, pos
+    except struct.error:
+        pass
+    return spans, None
+
+
+def corrupt_section(data: bytearray, key_group: int, offset: int, xor: int) -> tuple[int, int] | None:
+    """XORs payload byte ``offset`` (modulo the payload length) of ``key_group``'s section with
+    ``xor`` and recomputes the file CRC of the end record, in place: only the section's CRC32
+    still tells. Returns the section's span ``(start, end)``, or None (no such section: unchanged)."""
+    spans, end = section_spans(data)
+    for group, start, stop in spans:
+        if group == key_group and stop > start + 13 and end is not None:
+            data[start + 13 + offset % (stop - start - 13)] ^= xor
+            data[end + 13:end + 17] = struct.pack(">I", zlib.crc32(memoryview(data)[:end + 13]))
+            return start, stop
+    return None
+
+
+def names_key_group(message: str, key_group: int) -> bool:
+    return re.search(rf"\bkey group {key_group}(?!\d)", message) is not None
+
+
+def _impl_key(model_key):
+    return Int32(model_key[1]) if isinstance(model_key, tuple) and model_key[:1] == ("int32",) else model_key
 
 
 # -- implementation ----------------------------------------------------------------------------
@@ -92,6 +141,7 @@ class ImplSnapshotsRun:
         self.snapshots: dict[str, dict] = {}  # id -> {"running": [TimerSnapshot], "files": [bytes]}
         self.fired: list[tuple] = []
         self.last_restore_error: str | None = None
+        self.last_restore_offset: int | None = None
 
     def new_job(self, max_parallelism: int, parallelism: int, open_services: bool = True) -> list[_Subtask]:
         """Subtasks with the default timer service open (other services start on first use).
@@ -164,7 +214,18 @@ class ImplSnapshotsRun:
             files = self.snapshots[step.id]["files"]
             data = files[step.subtask % len(files)]
             data[step.offset % len(data)] ^= step.xor
+            self.snapshots[step.id]["raw_corrupted"] = True
             out.append({"event": "corrupted", "id": step.id})
+        elif op == "corrupt_section":
+            snapshot = self.snapshots[step.id]
+            files = snapshot["files"]
+            subtask = step.subtask % len(files)
+            span = corrupt_section(files[subtask], step.key_group, step.offset, step.xor)
+            if span is None:
+                out.append({"event": "no_section", "id": step.id, "key_group": step.key_group})
+            else:
+                snapshot.setdefault("section_corruptions", []).append((subtask, step.key_group, *span))
+                out.append({"event": "corrupted", "id": step.id, "key_group": step.key_group})
         elif op == "restore":
             out.append(self._restore(step))
         elif op == "count":
@@ -179,7 +240,7 @@ class ImplSnapshotsRun:
         try:
             contents = [decode_snapshot(bytes(f)) for f in snapshot["files"]]
         except SnapshotFormatError as e:
-            self.last_restore_error = str(e)
+            self.last_restore_error, self.last_restore_offset = str(e), e.offset
             return {"event": "rejected", "id": step.id, "message": str(e)}
         subtasks = self.new_job(max_parallelism, step.parallelism, open_services=False)
         restored = 0
@@ -221,11 +282,14 @@ class ModelSnapshotsRun:
         self.key = None
         self.fired: Counter = Counter()
         self.rejected = False
+        self.job = (1, 1)   # (max parallelism, parallelism) of the current job
+        self.taken = {}     # snapshot id -> the job's (max parallelism, parallelism) when it started
 
     def apply(self, step) -> list[dict]:
         m, op, out = self.model, step.op, []
         self.fired, self.rejected = Counter(), False
         if op == "new_job":
+            self.job = (step.max_parallelism, step.parallelism)
             m.live = {}
             for snapshot_id in m.running():
                 m.cancel(snapshot_id)
@@ -240,6 +304,7 @@ class ModelSnapshotsRun:
             self.fired = m.advance("event" if op == "advance_watermark" else "processing", step.to)
         elif op == "start_snapshot":
             m.start(step.id, step.format or 2)
+            self.taken[step.id] = self.job
             out.append({"event": "snapshot_started", "id": step.id})
         elif op == "snapshot_step":
             pass
@@ -251,15 +316,31 @@ class ModelSnapshotsRun:
         elif op == "corrupt":
             m.corrupt(step.id)
             out.append({"event": "corrupted", "id": step.id})
+        elif op == "corrupt_section":
+            if step.key_group in self.section_key_groups(step.id, step.subtask):
+                m.corrupt(step.id)
+                out.append({"event": "corrupted", "id": step.id, "key_group": step.key_group})
+            else:
+                out.append({"event": "no_section", "id": step.id, "key_group": step.key_group})
         elif op == "restore":
             try:
                 m.restore(step.id)
+                self.job = (self.taken[step.id][0], step.parallelism)
                 out.append({"event": "restored", "id": step.id, "parallelism": step.parallelism, "timers": len(m.live)})
             except spec.Rejected:
                 self.rejected = True
         elif op == "count":
             out.append({"event": "count", "timers": len(m.live)})
         return out
+
+    def section_key_groups(self, snapshot_id: str, subtask: int) -> list[int]:
+        """The key groups subtask ``subtask``'s file of the snapshot has a section for: those of its
+        range holding a timer of the snapshot (the format writes only non-empty key groups)."""
+        max_parallelism, parallelism = self.taken[snapshot_id]
+        owned = compute_key_group_range_for_operator_index(max_parallelism, parallelism, subtask)
+        groups = {assign_to_key_group(_impl_key(timer[1]), max_parallelism)
+                  for _, _, timer in self.model.readable(snapshot_id)}
+        return sorted(g for g in groups if owned.contains(g))
 
 
 # -- side by side ------------------------------------------------------------------------------
@@ -291,6 +372,13 @@ class DifferentialSnapshots:
                 self._fail("same-firings", f"fired {_diff(fired, self.model.fired)}", index)
         elif op == "finish_snapshot":
             self._check_point_in_time(step.id, index)
+        elif op == "corrupt_section":
+            found = observed[-1]["event"] == "corrupted"
+            if found != (step.key_group in self.model.section_key_groups(step.id, step.subtask)):
+                has, holds = ("a", "no timer") if found else ("no", "timers")
+                self._fail("restore-accepted" if found else "corruption-rejected",
+                           f"subtask {step.subtask}'s file of snapshot {step.id!r} has {has} section for key group "
+                           f"{step.key_group}, yet the snapshot holds {holds} of it", index)
         elif op == "restore":
             restored = observed[-1]["event"] == "restored"
             if self.model.rejected and not restored and observed[-1]["event"] != "rejected":
@@ -300,9 +388,25 @@ class DifferentialSnapshots:
                 self._fail("corruption-rejected", f"snapshot {step.id!r} is corrupted, yet it was restored", index)
             if not self.model.rejected and not restored:
                 self._fail("restore-accepted", f"snapshot {step.id!r} was rejected: {observed[-1]['message']}", index)
+            if self.model.rejected and observed[-1]["event"] == "rejected":
+                self._check_section_named(step.id, index)
         self._check_live(index)
         self._check_leftovers(index)
         return observed
+
+    def _check_section_named(self, snapshot_id: str, index: int) -> None:
+        """A snapshot whose only damage is in section payloads (the file CRC recomputed) is
+        rejected by a section check: the error names a damaged key group and lies in its section."""
+        snapshot = self.impl.snapshots[snapshot_id]
+        damaged = snapshot.get("section_corruptions")
+        if not damaged or snapshot.get("raw_corrupted"):
+            return
+        message, offset = self.impl.last_restore_error or "", self.impl.last_restore_offset
+        if not any(names_key_group(message, kg) and start <= offset < end for _, kg, start, end in damaged):
+            where = ", ".join(f"key group {kg} (subtask {s}, bytes [{start}, {end}))" for s, kg, start, end in damaged)
+            self._fail("corruption-rejected", f"snapshot {snapshot_id!r} has a corrupted section payload ({where}; "
+                                              f"file CRC recomputed), yet the error does not name that section: "
+                                              f"{message}", index)
 
     def _check_point_in_time(self, snapshot_id: str, index: int) -> None:
         read: Counter = Counter()

@@ -5,7 +5,9 @@ Every rule is a step of the ``snapshots`` family applied to both sides by
 invariants after each step. Registrations, deletions (also of a timer deleted and registered
 again at once, the case the seed's design gets wrong) and firings in both domains interleave with
 several snapshots started, advanced key group by key group and finished or cancelled in any
-order; finished snapshots are corrupted or restored into 1-3 subtasks (rescaling). The steps are
+order; finished snapshots are corrupted (one byte anywhere, or one byte of one key group's section
+payload with the file CRC recomputed, so only the section CRC can catch it) or restored into 1-3
+subtasks (rescaling). The steps are
 recorded, so a failure is the minimal scenario that ``streamproof replay`` reproduces.
 """
 
@@ -19,7 +21,7 @@ from streamproof.properties import scenario as sc
 from streamproof.properties.timers import steps as timer_steps
 from streamproof.properties.snapshots import steps as ss
 from streamproof.properties.reach import note
-from streamproof.properties.snapshots.check import ALL_INVARIANTS, INVARIANTS, DifferentialSnapshots
+from streamproof.properties.snapshots.check import ALL_INVARIANTS, INVARIANTS, DifferentialSnapshots, names_key_group, section_spans
 
 KEYS = st.sampled_from(["a", "b", "c", "key1", "日本", 1, 2, -7, Int32(1), Int32(-7)])
 NAMESPACES = st.sampled_from(["n", "w"])
@@ -43,6 +45,8 @@ REACHABILITY = (
     "rescaled restore (N -> M, N != M)",
     "restored timers fired",
     "corrupted snapshot rejected",
+    "one section corrupted with the file checksum recomputed",
+    "section corruption rejected naming its key group",
     "versioning dropped after the last snapshot",
 )
 
@@ -180,7 +184,7 @@ class SnapshotMachine(RuleBasedStateMachine):
             offset, xor = data.draw(st.integers(0, 2**16), label="offset"), data.draw(st.integers(1, 255), label="xor")
             self.do(ss.Corrupt(snapshot_id, subtask, offset, xor))
             self.finished.remove(snapshot_id)  # never restored successfully again
-            observed = self.do(ss.RestoreJob(snapshot_id, parallelism))
+            observed = self._restore_corrupted(snapshot_id)
             if observed and observed[-1]["event"] == "rejected":
                 note("corrupted snapshot rejected")
             return
@@ -192,6 +196,47 @@ class SnapshotMachine(RuleBasedStateMachine):
         self.running = []  # a restore abandons the snapshots in flight
         self.job_parallelism = parallelism
         self.restored_ids.add(snapshot_id)
+
+    @precondition(lambda self: self.finished)
+    @rule(data=st.data(), xor=st.integers(1, 255))
+    def corrupt_section_and_restore(self, data, xor):
+        """Flips bits of one byte of one key group's section payload, recomputes the file CRC (only
+        the section CRC can tell), and restores: rejected, naming the key group, the job unchanged.
+        The byte is anywhere in the payload, or among its first or last few bytes."""
+        sections = [(snapshot_id, subtask, key_group) for snapshot_id in self.finished
+                    for subtask in range(self.parallelism[snapshot_id])
+                    for key_group in self.run.model.section_key_groups(snapshot_id, subtask)]
+        if not sections:
+            return
+        snapshot_id, subtask, key_group = data.draw(st.sampled_from(sections), label="section")
+        length = self._payload_length(snapshot_id, subtask, key_group)
+        offset = data.draw(st.one_of(st.integers(0, max(length - 1, 0)), st.integers(0, 3),
+                                     st.integers(max(length - 4, 0), max(length - 1, 0))), label="offset")
+        if self.do(ss.CorruptSection(snapshot_id, subtask, key_group, offset, xor))[-1]["event"] == "corrupted":
+            note("one section corrupted with the file checksum recomputed")
+        self.finished.remove(snapshot_id)  # never restored successfully again
+        observed = self._restore_corrupted(snapshot_id)
+        if observed and observed[-1]["event"] == "rejected":
+            note("corrupted snapshot rejected")
+            if names_key_group(observed[-1]["message"], key_group):
+                note("section corruption rejected naming its key group")
+
+    def _restore_corrupted(self, snapshot_id: str) -> list[dict]:
+        """A rejected restore changes nothing: the job keeps its parallelism and its snapshots in
+        flight. The scenario rules, which cannot know a restore will be rejected, count every
+        ``restore`` as setting the parallelism and abandoning the running snapshots; so the restore
+        asks for the job's own parallelism, and the recorded steps name the running ones no more."""
+        observed = self.do(ss.RestoreJob(snapshot_id, self.job_parallelism))
+        self.running = []
+        return observed
+
+    def _payload_length(self, snapshot_id: str, subtask: int, key_group: int) -> int:
+        """The payload length of the section as written (a choice of offsets only; 1 if absent)."""
+        files = self.run.impl.snapshots[snapshot_id]["files"]
+        for group, start, end in section_spans(files[subtask % len(files)])[0]:
+            if group == key_group:
+                return max(end - start - 13, 1)
+        return 1
 
     def scenario(self) -> sc.Scenario:
         return sc.Scenario(family="snapshots", steps=tuple(self.steps), property=self.PROPERTY)

@@ -6,19 +6,23 @@ exchange), advances go to every subtask. Snapshots are checkpoints: ``start_snap
 synchronous part on every subtask, ``snapshot_step`` advances each asynchronous part by key
 groups, ``finish_snapshot`` completes them (one file per subtask). ``restore`` replaces the job by
 ``parallelism`` new subtasks restored from a finished snapshot's files (rescaling N -> M) and
-abandons the snapshots still running; ``corrupt`` flips bits of one file first.
+abandons the snapshots still running; ``corrupt`` flips bits of one file first, anywhere;
+``corrupt_section`` flips bits of one key group's section payload and recomputes the file CRC of
+the end record, so only that section's own CRC32 can catch it.
 
 Steps: ``new_job{max_parallelism, parallelism}``, ``set_key{key}``,
 ``register{domain, namespace, ts, action?, service?}``, ``delete{domain, namespace, ts, service?}``,
 ``advance_watermark{to}``, ``advance_processing_time{to}``, ``start_snapshot{id, format?}``,
 ``snapshot_step{id, steps?}``, ``finish_snapshot{id}``, ``cancel_snapshot{id}``,
-``corrupt{id, subtask, offset, xor}``, ``restore{id, parallelism}``, ``count``.
+``corrupt{id, subtask, offset, xor}``, ``corrupt_section{id, subtask, key_group, offset, xor}``,
+``restore{id, parallelism}``, ``count``.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from streamproof.impl.keygroups import compute_key_group_range_for_operator_index
 from streamproof.properties.scenario import (
     INT32_MAX, INT64_MAX, STR, IntKind, Loc, Scenario, ScenarioError, Step, UPPER_BOUND_MAX_PARALLELISM, arg, register_family, step, step_error,
 )
@@ -87,6 +91,21 @@ class Corrupt(Step):
 
 
 @step
+class CorruptSection(Step):
+    """XORs byte ``offset`` (modulo the payload's length) of the payload of key group
+    ``key_group``'s section in subtask ``subtask``'s file with ``xor``, then recomputes the file
+    CRC of the end record: only the section's own CRC32 can catch it. A file with no section for
+    the key group (it held no timer of it) is left as it is, and the snapshot stays valid."""
+
+    op: ClassVar[str] = "corrupt_section"
+    id: str = arg(STR)
+    subtask: int = arg(IntKind(0, UPPER_BOUND_MAX_PARALLELISM - 1))
+    key_group: int = arg(IntKind(0, UPPER_BOUND_MAX_PARALLELISM - 1))
+    offset: int = arg(IntKind(0, INT64_MAX))
+    xor: int = arg(IntKind(1, 255))
+
+
+@step
 class RestoreJob(Step):
     """A new job of ``parallelism`` subtasks restored from snapshot ``id`` (every file)."""
 
@@ -126,11 +145,17 @@ def validate_snapshots(scenario: Scenario) -> None:
                 finished.add(s.id)
             if not isinstance(s, SnapshotStep):
                 running.discard(s.id)
-        elif isinstance(s, (Corrupt, RestoreJob)):
+        elif isinstance(s, (Corrupt, CorruptSection, RestoreJob)):
             if s.id not in finished:
                 raise step_error(i, s, "id", f"a finished snapshot ({', '.join(sorted(finished))})", s.id)
-            if isinstance(s, Corrupt) and s.subtask >= taken[s.id][1]:
+            if isinstance(s, (Corrupt, CorruptSection)) and s.subtask >= taken[s.id][1]:
                 raise step_error(i, s, "subtask", f"a subtask below {taken[s.id][1]}", s.subtask)
+            if isinstance(s, CorruptSection):
+                owned = compute_key_group_range_for_operator_index(*taken[s.id], s.subtask)
+                if not owned.contains(s.key_group):
+                    raise step_error(i, s, "key_group", f"a key group of subtask {s.subtask}'s range "
+                                                        f"[{owned.start_key_group}, {owned.end_key_group}]",
+                                     s.key_group)
             if isinstance(s, RestoreJob):
                 max_parallelism = taken[s.id][0]
                 if s.parallelism > max_parallelism:
@@ -142,6 +167,6 @@ def validate_snapshots(scenario: Scenario) -> None:
 
 SNAPSHOT_STEPS = [
     NewJob, SetKey, Register, Delete, AdvanceWatermark, AdvanceProcessingTime, StartSnapshot, SnapshotStep,
-    FinishSnapshot, CancelSnapshot, Corrupt, RestoreJob, Count,
+    FinishSnapshot, CancelSnapshot, Corrupt, CorruptSection, RestoreJob, Count,
 ]
 register_family("snapshots", SNAPSHOT_STEPS, validate_snapshots)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from streamproof.impl.task import OperatorTask
-from streamproof.impl.timers import MAX_WATERMARK, InternalTimerService
+from streamproof.impl.timers import MAX_WATERMARK, FlushResult, InternalTimerService
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 
@@ -123,4 +123,112 @@ def flush_fires_cancel_timers():
         return TimerTerminationAction.TRIGGER if action == TimerTerminationAction.CANCEL else action  # BUG
 
     with patched(InternalTimerService, termination_action_of=action_of):
+        yield
+
+
+@variant("flush-handles-in-registration-order", "FLIP-269", "termination.actions-obeyed",
+         "The flush handles the timers not yet due in the order they were registered (restored ones "
+         "first), not in timestamp order: a WAIT timer moves the clock past earlier ones, TRIGGER "
+         "output comes out of order.")
+@contextmanager
+def flush_handles_in_registration_order():
+    from itertools import count
+
+    from streamproof.impl.termination import TimerTerminationAction
+    register = InternalTimerService.register_processing_time_timer
+    sequence = count()
+
+    def register_counted(self, namespace, time, action=None):
+        register(self, namespace, time, action)
+        timer = self._current_timer(namespace, time)
+        self.__dict__.setdefault("_registered_at", {})[timer] = next(sequence)
+
+    def flush(self, budget=None):
+        if self.processing_time_state != "RUNNING":
+            raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
+        budget = self.firing_budget if budget is None else budget
+        result = FlushResult()
+        queue, key_context = self.processing_time_timers_queue, self.key_context
+        order = self.__dict__.get("_registered_at", {})
+        clock = self.processing_time_service.get_current_processing_time()
+        self.processing_time_state = "FLUSHING"
+        if self.next_timer is not None:
+            self.next_timer.cancel()
+            self.next_timer = None
+        try:
+            while (timer := queue.peek()) is not None and timer[0] <= clock:
+                key_context.set_current_key(timer[1])
+                queue.poll(key_context.current_key_group_index)
+                self._check_flush_budget(result, budget)
+                result.due.append(timer)
+                self._fire_processing_timer(timer)
+            horizon = result.horizon = self._flush_horizon()
+            while queue.size():
+                timer = min(queue, key=lambda t: (order.get(t, -1), t[0]))  # BUG: registration order
+                key_context.set_current_key(timer[1])
+                action = self.termination_action_of(timer)
+                queue.remove(timer, key_context.current_key_group_index)
+                self.termination_actions.pop(timer, None)
+                if horizon is None or timer[0] > horizon:
+                    result.dropped_after_horizon += 1
+                    continue
+                if action == TimerTerminationAction.CANCEL:
+                    result.cancelled.append(timer)
+                    continue
+                self._check_flush_budget(result, budget)
+                if action == TimerTerminationAction.WAIT:
+                    clock = self._wait_clock(clock, timer[0])
+                    advance = getattr(self.processing_time_service, "set_time_without_firing", None)
+                    if advance is not None:
+                        advance(clock)
+                    self._flush_clock = clock
+                else:
+                    self._flush_clock = self._trigger_clock(clock)
+                result.fired.append((timer, action))
+                self.triggerable.on_processing_time(timer)
+                self._flush_clock = None
+        finally:
+            self._flush_clock = None
+            self.processing_time_state = "FLUSHED"
+        return result
+
+    with patched(InternalTimerService, flush_processing_time_timers=flush,
+                 register_processing_time_timer=register_counted):
+        yield
+
+
+@variant("wait-reads-its-own-time", "FLIP-269", "termination.actions-obeyed",
+         "A WAIT timer fires in the flush reading its own time even when the flush's clock is already "
+         "later (an earlier WAIT timer moved it): the clock goes back.")
+@contextmanager
+def wait_reads_its_own_time():
+    with patched(InternalTimerService, _wait_clock=lambda self, clock, timestamp: timestamp):  # BUG
+        yield
+
+
+@variant("override-applies-only-to-later-timers", "FLIP-269", "termination.actions-obeyed",
+         "The operator's termination override applies only to timers registered after it was set: "
+         "timers registered or restored before it (a format-1 restore's CANCEL ones included) keep "
+         "their own action at end of input.")
+@contextmanager
+def override_applies_only_to_later_timers():
+    from streamproof.impl.termination import TimerTerminationAction
+    set_override = InternalTimerService.set_timer_termination_action
+    register = InternalTimerService.register_processing_time_timer
+
+    def set_action(self, action):
+        set_override(self, action)
+        self.__dict__["_before_override"] = set(self.processing_time_timers_queue)  # BUG: remembered
+
+    def register_later(self, namespace, time, action=None):
+        register(self, namespace, time, action)
+        self.__dict__.get("_before_override", set()).discard(self._current_timer(namespace, time))
+
+    def action_of(self, timer):
+        if self.termination_action_override is not None and timer not in self.__dict__.get("_before_override", ()):
+            return self.termination_action_override
+        return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)
+
+    with patched(InternalTimerService, set_timer_termination_action=set_action,
+                 register_processing_time_timer=register_later, termination_action_of=action_of):
         yield

@@ -39,8 +39,9 @@ from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
 from streamproof.properties.termination.steps import (
-    ProcessingTimer, TerminationTimers, faults_of, sources_of, termination_params,
+    ProcessingTimer, TerminationTimers, faults_of, overrides_of, sources_of, termination_params,
 )
+from streamproof.model.termination import CANCEL, DUE, MAX_TIME, TRIGGER, WAIT, FlushSpec
 from streamproof.properties.verdict import Verdict
 
 
@@ -51,7 +52,7 @@ def _spec(scenario: Scenario) -> JobSpec:
     p = termination_params(scenario)
     config = TaskConfig(interruptible_timers=p["interruptible_timers"], unaligned_checkpoints=p["unaligned"],
                         drain=p["drain"], firing_budget=FIRING_BUDGET, snapshot_format=p["snapshot_format"])
-    return JobSpec(sources_of(scenario), partial(TerminationTimers, p["override"], p["yielding"]),
+    return JobSpec(sources_of(scenario), partial(TerminationTimers, p["override"], p["yielding"], overrides_of(scenario)),
                    parallelism=p["parallelism"], max_parallelism=p["max_parallelism"],
                    checkpoint_interval=p["checkpoint_interval"], config=config,
                    channel_capacity=p["channel_capacity"], async_mail_rate=p["async_mail_rate"])
@@ -79,6 +80,12 @@ def effective(scenario: Scenario, action: str) -> str:
     return termination_params(scenario)["override"] or action
 
 
+def possible_actions(scenario: Scenario, action: str) -> set:
+    """Every effective action a timer registered with ``action`` may have: ``override`` steps
+    change it while the job runs (when, relative to the end, depends on the run)."""
+    return {effective(scenario, action), *(a for a, _ in overrides_of(scenario))}
+
+
 def certain_timers(scenario: Scenario) -> dict:
     """(``(key, ts) -> effective action`` of the record timers that must fire exactly once with
     drain, ``child -> (parent, action)`` of the certain timers' earlier children)."""
@@ -97,7 +104,7 @@ def certain_timers(scenario: Scenario) -> dict:
     certain = {}
     for s in timers:
         action = effective(scenario, s.action or "CANCEL")
-        if action != "CANCEL" and named[(s.key, s.pts)] == 1 and not in_chain(s.key, s.pts):
+        if "CANCEL" not in possible_actions(scenario, s.action or "CANCEL") and named[(s.key, s.pts)] == 1 and not in_chain(s.key, s.pts):
             certain[(s.key, s.pts)] = action
     children = {}
     for s in timers:
@@ -139,7 +146,9 @@ def _fires_once(scenario: Scenario, result: SimulationResult):
             continue
         if timer not in kept:
             return "kept-in-the-stop-savepoint", f"{action} timer {timer} neither fired nor in the stop savepoint"
-        if in_format == 2 and kept[timer] != int(TimerTerminationAction[action]):
+        allowed = {int(TimerTerminationAction[a]) for a in possible_actions(scenario, action)} | {
+            int(TimerTerminationAction[action])}
+        if in_format == 2 and kept[timer] not in allowed:
             return "kept-in-the-stop-savepoint", f"timer {timer} is in the stop savepoint with action {kept[timer]}, not {action}"
     return None
 
@@ -150,15 +159,23 @@ def _format_1_restore(scenario: Scenario, result: SimulationResult) -> bool:
         e[0] == "failover" and e[3] is not None for e in result.events)
 
 
+def _pending_report(log: list, flush) -> tuple | None:
+    """The operator's ``("pending", override, timers, history)`` record just before ``flush``."""
+    return next((e[1] for e in reversed(log[:flush.start]) if e[0] == "record" and isinstance(e[1], tuple)
+                 and e[1][:1] == ("pending",)), None)
+
+
 def _actions_obeyed(scenario: Scenario, result: SimulationResult):
     params = termination_params(scenario)
     drain = params["drain"]
-    restored_as_cancel = params["snapshot_format"] == 1 and params["override"] is None
     flushes = {(attempt, subtask): f for attempt, subtask, f in result.flushes}
     if flushes and not drain:
         return "no-flush-without-drain", f"stop without drain flushed timers in {sorted(flushes)[:3]}"
     for attempt, subtask, log in result.output_logs:
         flush = flushes.get((attempt, subtask))
+        report = None if flush is None else _pending_report(log, flush)
+        override = params["override"] if report is None else report[1]
+        restored_as_cancel = params["snapshot_format"] == 1 and override is None
         for position, entry in enumerate(log):
             if entry[0] != "record" or not (isinstance(entry[1], tuple) and entry[1][:1] == ("p",)):
                 continue
@@ -173,7 +190,7 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
                 continue
             if ts <= flush.clock:
                 continue  # already due: fired as usual
-            act = effective(scenario, action)
+            act = override or action
             if restored_as_cancel and not any(e[0] == "record" and e[1] == ("r", key, ts) for e in log[:position]):
                 return ("format-1-restores-cancel", f"{where} fired by its action in the flush, but this attempt "
                         f"only restored it from a format-1 checkpoint (no action: CANCEL)")
@@ -186,6 +203,119 @@ def _actions_obeyed(scenario: Scenario, result: SimulationResult):
                 return "trigger-reads-max", f"{where} is TRIGGER and read {now} in the flush, not MAX"
             if act == "WAIT" and now == MAX_WATERMARK:
                 return "wait-reads-its-time", f"{where} is WAIT and read MAX in the flush"
+        if report is not None:
+            problem = _flush_refines_the_model(scenario, result, attempt, subtask, log, flush, report)
+            if problem:
+                return problem
+    return None
+
+
+CODES = {"CANCEL": CANCEL, "TRIGGER": TRIGGER, "WAIT": WAIT}
+NAMES = {CANCEL: "CANCEL", TRIGGER: "TRIGGER", WAIT: "WAIT", DUE: "already due"}
+
+
+def _registered_actions(scenario, result, attempt, log, flush, report) -> dict:
+    """The registered action (model code) of every timer pending at the flush's start: the one of
+    its last registration in this attempt; a restored one's: CANCEL from a format-1 checkpoint,
+    from a format-2 one the action the checkpoint wrote (the effective one then, so possibly an
+    override an earlier attempt had set: when several are possible, the one the flush applied if
+    it is one of them)."""
+    params = termination_params(scenario)
+    registered_here = {e[1][1:] for e in log[:flush.start] if e[0] == "record" and isinstance(e[1], tuple)
+                       and e[1][:1] == ("r",)}
+    fired = {(r[1], r[2]): (TRIGGER if r[4] == MAX_WATERMARK else WAIT)
+             for _, r in _flush_records(log, flush) if r[0] == "p"}
+    actions = {}
+    for key, pts, action, _, _ in report[2]:
+        if (key, pts) in registered_here:
+            actions[(key, pts)] = CODES[action]
+        elif params["snapshot_format"] == 1:
+            actions[(key, pts)] = CANCEL
+        else:
+            allowed = {CODES[a] for a in possible_actions(scenario, action)} | {CODES[action]}
+            seen = fired.get((key, pts), CANCEL)
+            actions[(key, pts)] = seen if seen in allowed else CODES[action]
+    return actions
+
+
+def _flush_records(log, flush):
+    return [(i, e[1]) for i, e in enumerate(log[flush.start:flush.end], flush.start)
+            if e[0] == "record" and isinstance(e[1], tuple) and e[1][:1] in (("p",), ("r",))]
+
+
+def _flush_refines_the_model(scenario, result, attempt, subtask, log, flush, report):
+    """Replays the flush on :class:`streamproof.model.termination.FlushSpec` from the timers the
+    operator had pending when it began: the firings must be the model's, in its order (timestamp
+    order; equal timestamps in any order), each reading the model's clock (TRIGGER: MAX; WAIT: the
+    later of the flush's clock and its time; already due: the clock), with the override in effect
+    applied to every timer, earlier and restored ones included; CANCEL ones and ones after the
+    horizon never fire, and no TRIGGER / WAIT one is left out."""
+    where = f"attempt {attempt} subtask {subtask}"
+    override = report[1]
+    spec = FlushSpec(clock=flush.clock, override=None if override is None else CODES[override])
+    plans = {(key, pts): (action, then, deletes) for key, pts, action, then, deletes in report[2]}
+    for (key, pts), action in _registered_actions(scenario, result, attempt, log, flush, report).items():
+        spec.register((pts, key, None), action)
+    spec.start_flush()
+    observed = [r for _, r in _flush_records(log, flush) if r[0] == "p"]
+    i = 0
+
+    def label(timer):
+        action = spec.effective(timer)
+        return f"timer {timer[0]} of key {timer[1]!r} ({NAMES[action]}{' by the override' if spec.override is not None else ''})"
+
+    while spec.actions:
+        candidates = sorted(spec.candidates(), key=repr)
+        nxt = observed[i] if i < len(observed) else None
+        timer = None if nxt is None else (nxt[2], nxt[1], None)
+        if timer in candidates:
+            outcome = spec.handle(timer)
+            if outcome is None:
+                return ("flush-applies-the-effective-action",
+                        f"{where}: timer {nxt[2]} of key {nxt[1]!r} fired in the flush, but its effective action "
+                        f"there is {NAMES[spec.effective(timer)] if timer in spec.actions else 'CANCEL or it is after the horizon'}"
+                        f" (override {override})")
+            action, now = outcome
+            expected = MAX_WATERMARK if now == MAX_TIME else now
+            if nxt[4] != expected:
+                return ("flush-reads-the-specified-clock",
+                        f"{where}: {NAMES[action]} timer {nxt[2]} of key {nxt[1]!r} read processing time {nxt[4]} "
+                        f"in the flush, not {expected} (flush clock {spec.clock if action != TRIGGER else 'n/a'})")
+            key, ts = nxt[1], nxt[2]
+            plan_action, then, deletes = plans.pop((key, ts), ("CANCEL", None, None))
+            if then:
+                child = ts + then
+                plans[(key, child)] = (plan_action, then if then > 0 else None, None)
+                spec.register((child, key, None), CODES[plan_action])
+            if deletes:
+                spec.delete((ts + deletes, key, None))
+                plans.pop((key, ts + deletes), None)
+            i += 1
+            continue
+        silent = next((c for c in candidates if spec.outcome(c) is None), None)
+        if silent is not None:
+            spec.handle(silent)
+            plans.pop((silent[1], silent[0]), None)
+            continue
+        first = candidates[0]
+        if nxt is None:
+            return ("flush-applies-the-effective-action",
+                    f"{where}: {label(first)} was pending at the flush's start and never fired in it "
+                    f"(override {override})")
+        if any((r[2], r[1], None) == first for r in observed[i:]):
+            return ("flush-in-timestamp-order",
+                    f"{where}: the flush fired timer {nxt[2]} of key {nxt[1]!r} while {label(first)} was pending "
+                    f"(timestamp order)")
+        if timer in spec.actions:
+            return ("flush-applies-the-effective-action",
+                    f"{where}: {label(first)} was pending at the flush's start and never fired in it "
+                    f"(override {override})")
+        return ("flush-applies-the-effective-action",
+                f"{where}: the flush fired timer {nxt[2]} of key {nxt[1]!r}, which was not pending (the next is "
+                f"{label(first)})")
+    if i < len(observed):
+        return ("flush-applies-the-effective-action",
+                f"{where}: the flush fired timer {observed[i][2]} of key {observed[i][1]!r}, which was not pending")
     return None
 
 
@@ -247,11 +377,38 @@ def _reach(scenario: Scenario, result: SimulationResult) -> None:
         note("committed a TRIGGER firing of the flush")
     logs = {(attempt, subtask): log for attempt, subtask, log in result.output_logs}
     for attempt, subtask, flush in result.flushes:
-        for entry in logs[(attempt, subtask)][flush.start:flush.end]:
+        log = logs[(attempt, subtask)]
+        report = _pending_report(log, flush)
+        if report is not None:
+            _reach_flush(scenario, log, flush, report)
+        override = params["override"] if report is None else report[1]
+        for entry in log[flush.start:flush.end]:
             if entry[0] == "record" and isinstance(entry[1], tuple) and entry[1][:1] == ("p",):
                 _, _, ts, action, _ = entry[1]
                 note("flush: a timer already due fired as usual" if ts <= flush.clock
-                     else f"flush fired a {effective(scenario, action)} timer")
+                     else f"flush fired a {override or action} timer")
+
+
+def _reach_flush(scenario: Scenario, log: list, flush, report: tuple) -> None:
+    _, override, pending, history = report
+    if any(n for _, n, _ in history):
+        note("override set after timers exist")
+    if any(restored for _, _, restored in history):
+        note("override set after a restore")
+    registered = {}
+    for i, e in enumerate(log[:flush.end]):
+        if e[0] == "record" and isinstance(e[1], tuple) and e[1][:1] == ("r",):
+            registered[e[1][1:]] = i  # the last registration
+    here = {e[1][1:] for e in log[:flush.start] if e[0] == "record" and isinstance(e[1], tuple) and e[1][:1] == ("r",)}
+    params = termination_params(scenario)
+    if override is not None and params["snapshot_format"] == 1 and any((k, ts) not in here for k, ts, *_ in pending):
+        note("format-1 restore under an override")
+    fired = [r for _, r in _flush_records(log, flush) if r[0] == "p"]
+    order = [registered.get((r[1], r[2]), -1) for r in fired]
+    if any(a > b for a, b in zip(order, order[1:])):
+        note("flush handled timers out of registration order")
+    if any(r[4] != MAX_WATERMARK and r[4] > r[2] for r in fired if r[2] > flush.clock):
+        note("WAIT timer read a flush clock later than its time")
 
 
 def check_termination(scenario: Scenario, prop: str) -> Verdict:

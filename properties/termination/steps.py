@@ -13,6 +13,15 @@ that goes on until the job ends or the flush's horizon stops it) and deletes the
 faults. ``params`` (see :data:`DEFAULT_PARAMS`): the job's settings, ``drain``, the operator's
 ``override``, whether event-time callbacks yield to the mailbox, and the checkpoints' timer
 snapshot format (1: without termination actions, as written by a runtime that predates them).
+
+An ``override`` step (not a record) changes the operator's FLIP-269 override while the job runs,
+in every attempt of every subtask: without ``at`` the operator sets it in ``open()`` (after its
+restore), with ``at`` when its processing time reaches ``at`` (an operator-level processing-time
+timer; if the job ends before, the override stays unset). The override applies to every pending
+timer, the ones registered or restored before it included. At end of input (with drain) the
+operator emits ``("pending", override, timers, history)`` before the flush: the override in
+effect, the timers it has pending (its keyed state mirrors them: ``(key, pts, action, then,
+deletes)``), and ``(action, pending timers when set, restored)`` per override it set.
 """
 
 from __future__ import annotations
@@ -52,6 +61,16 @@ class ProcessingTimer(Step):
     deletes: int | None = arg(IntKind(1, 10**9), optional=True)
 
 
+@step
+class Override(Step):
+    """The operator sets its FLIP-269 override to ``action`` at processing time ``at`` (absent: in
+    ``open()``, after the restore), in every attempt; every pending timer gets it."""
+
+    op: ClassVar[str] = "override"
+    action: str = arg(EnumKind(ACTIONS))
+    at: int | None = arg(TIMESTAMP, optional=True)
+
+
 def termination_params(scenario: Scenario) -> dict:
     params = {**DEFAULT_PARAMS, **scenario.params}
     unknown = set(scenario.params) - set(DEFAULT_PARAMS)
@@ -86,6 +105,11 @@ def action_of(name: str | None) -> TimerTerminationAction:
     return TimerTerminationAction[name or "CANCEL"]
 
 
+def overrides_of(scenario: Scenario) -> tuple:
+    """The ``override`` steps as ``(action, at)`` in scenario order."""
+    return tuple((s.action, s.at) for s in scenario.steps if isinstance(s, Override))
+
+
 def sources_of(scenario: Scenario) -> list[list]:
     """Each timer step as a record ``(pts, action, then, deletes)`` at event time ``pts``."""
     sources: list[list] = [[] for _ in range(termination_params(scenario)["sources"])]
@@ -100,13 +124,38 @@ class TerminationTimers(KeyedProcessFunction):
 
     interruptible_timers = True
 
-    def __init__(self, override: str | None = None, yielding: bool = True):
+    def __init__(self, override: str | None = None, yielding: bool = True, overrides: tuple = ()):
         self.timer_termination_action = None if override is None else action_of(override)
         self.yielding = yielding
+        self.overrides = overrides
+        self.override = override  # the override in effect (what this operator set last)
+        self.history: list = []  # (action, timers pending when set, restored) per override set
 
     def open(self, ctx) -> None:
         self.plans = ctx.get_map_state(MapStateDescriptor("plans"))  # pts -> (action, then, deletes)
         self.executor = ctx.get_mailbox_executor()
+        self.backend = self.plans._backend  # the keyed state of every key: the mirror of the timers
+        self.operator = _operator_of(ctx)
+        self.restored = bool(self._pending())
+        for action, at in self.overrides:
+            if at is None:
+                self._set_override(action)
+            else:
+                ctx.get_processing_time_service().register_timer(
+                    at, lambda _, action=action: self._set_override(action))
+
+    def _set_override(self, action: str) -> None:
+        self.history.append((action, len(self._pending()), self.restored))
+        self.override = action
+        self.operator.set_timer_termination_action(action_of(action))
+
+    def _pending(self) -> list:
+        """``(key, pts, action, then, deletes)`` of every timer the keyed state says is pending."""
+        return sorted(((key, pts, *plan) for tables in self.backend._tables.values()
+                       for key, plans in tables.get("plans", {}).items() for pts, plan in plans.items()), key=repr)
+
+    def end_input(self, out) -> None:
+        out.collect(("pending", self.override, tuple(self._pending()), tuple(self.history)))
 
     def process_element(self, value, ctx, out) -> None:
         pts, action, then, deletes = value
@@ -133,13 +182,25 @@ class TerminationTimers(KeyedProcessFunction):
             out.collect(("r", key, child))
         if deletes:
             timers.delete_processing_time_timer(timestamp + deletes)
+            self.plans.remove(timestamp + deletes)
 
     def finish(self, out) -> None:
         out.collect(("finish",))
 
 
-TERMINATION_STEPS = [ProcessingTimer, Fail, FailInInterruptedFiring, Rescale]
+def _operator_of(runtime_context):
+    """The operator running this function: FLIP-269's override is the operator's (Flink's
+    ``setTimerTerminationAction`` of the operator), and the simulated runtime context has no public
+    path to it; the operator-level processing-time service's override getter closes over it."""
+    getter = runtime_context.get_processing_time_service().override
+    for cell in getattr(getter, "__closure__", None) or ():
+        if hasattr(cell.cell_contents, "set_timer_termination_action"):
+            return cell.cell_contents
+    raise RuntimeError("TerminationTimers: cannot reach the operator to set its termination override")
+
+
+TERMINATION_STEPS = [ProcessingTimer, Override, Fail, FailInInterruptedFiring, Rescale]
 register_family("termination", TERMINATION_STEPS, validate_termination)
 
-__all__ = ["ACTIONS", "DEFAULT_PARAMS", "ProcessingTimer", "TerminationTimers", "action_of", "faults_of",
+__all__ = ["ACTIONS", "DEFAULT_PARAMS", "Override", "ProcessingTimer", "overrides_of", "TerminationTimers", "action_of", "faults_of",
            "sources_of", "termination_params"]
