@@ -10,6 +10,7 @@ EndOfData are broadcast. Time is simulated; :mod:`streamproof.impl.sim` decides 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -194,6 +195,7 @@ class Job:
         self.all_tasks: list[OperatorTask] = []  # every attempt's tasks
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
+        self.bookkeeping = TaskBookkeeping()
         self._deploy(None)
 
     # -- topology ---------------------------------------------------------------------------
@@ -233,6 +235,8 @@ class Job:
                 task.advance_processing_time = self._input_clock(clock)
             task.on_finished = self.coordinator.task_finished
             task.watermark_processor.should_interrupt = self._interrupt_check(task)
+            self.bookkeeping.observe(task, f"{task.name}[{i}]", [(task.operator, task.operator_executor,
+                                                                  task.watermark_processor)])
             self.tasks.append(task)
             self.all_tasks.append(task)
             self.output_logs.append((self.attempt, i, task.output_log))
@@ -345,6 +349,73 @@ class Job:
     def advance_clock(self, now: int) -> None:
         self.now = now
         self.clock.advance_to(now)
+
+
+class TaskBookkeeping:
+    """What the tasks did that their output does not show, recorded by watching them (never
+    changing what they do): the simulator's view of each task's own bookkeeping.
+
+    ``log`` holds ``("snapshot", attempt, task, checkpoint, callback, interrupted)`` for every
+    snapshot (``callback``: the user callback on the stack when it was taken, None between mails;
+    ``interrupted``: a timer firing waited for its continuation), ``("continuations", attempt,
+    task, priority, n)`` when a step left ``n`` > 1 watermark continuations of one operator
+    pending, and ``("barrier-in-yield", attempt, task, callback)`` when an operator's yield ran a
+    checkpoint barrier's mail. ``counts`` counts yields that ran mail inside a timer callback and
+    watermarks that arrived while a continuation was pending."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple] = []
+        self.counts: Counter = Counter()
+
+    def observe(self, task, label: str, operators: list) -> None:
+        """``operators``: (KeyedProcessOperator, its mailbox executor, its watermark processor) of
+        each keyed operator of ``task``."""
+        attempt = task.attempt
+        snapshot, run_step, process_watermark = task._snapshot, task.run_step, task._process_watermark
+
+        def callback() -> str | None:
+            return next((op._callback for op, _, _ in operators if op._callback is not None), None)
+
+        def observed_snapshot(checkpoint_id):
+            self.log.append(("snapshot", attempt, label, checkpoint_id, callback(), task.firing_interrupted()))
+            return snapshot(checkpoint_id)
+
+        def observed_step():
+            ran = run_step()
+            for _, executor, processor in operators:
+                pending = sum(1 for mail in task.mailbox.pending_mails()
+                              if mail.description == "emitWatermarkInsideMailbox" and mail.priority == executor.priority)
+                if pending > 1:
+                    self.log.append(("continuations", attempt, label, executor.priority, pending))
+            return ran
+
+        def observed_watermark(timestamp):
+            if task.firing_interrupted():
+                self.counts["watermark while a continuation was pending"] += 1
+            return process_watermark(timestamp)
+
+        task._snapshot, task.run_step, task._process_watermark = observed_snapshot, observed_step, observed_watermark
+        for operator, executor, _ in operators:
+            self._observe_yields(task, label, operator, executor)
+
+    def _observe_yields(self, task, label: str, operator, executor) -> None:
+        attempt = task.attempt
+
+        def observed(original):
+            def yield_(*args):
+                before = task.mailbox.pending_mails()
+                inside = operator._callback
+                ran = original(*args)
+                if inside is not None and ran is not False:
+                    after = {id(mail) for mail in task.mailbox.pending_mails()}
+                    taken = [mail for mail in before if id(mail) not in after]
+                    self.counts[f"a yield ran a mail inside {inside}"] += 1
+                    if any(mail.description.startswith("unaligned barrier") for mail in taken):
+                        self.log.append(("barrier-in-yield", attempt, label, inside))
+                return ran
+            return yield_
+
+        executor.try_yield, executor.yield_ = observed(executor.try_yield), observed(executor.yield_)
 
 
 def interrupt_check(rng: random.Random, rate: float, task_executor, executor):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from streamproof.impl.job import Job, JobSpec
+from streamproof.impl.job import Job, JobSpec, TaskBookkeeping
 from streamproof.impl.sink import ExternalSystem
 from streamproof.impl.snapshot_format import decode_snapshot
 
@@ -55,6 +55,10 @@ class SimulationResult:
     # order (None when a rescale merged tasks): replayed without faults, it is the run's reference
     lineage: list | None = None
     metrics: dict = field(default_factory=dict)  # runtime-specific measurements (job graphs: liveness)
+    # the tasks' own bookkeeping (impl.job.TaskBookkeeping): snapshots and where they were taken,
+    # pending watermark continuations, barriers a yield ran; and counts of what happened inside steps
+    task_log: list = field(default_factory=list)
+    task_counts: dict = field(default_factory=dict)
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -130,7 +134,7 @@ def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> Simula
                             final_processing, flushes, sum(t.late_records for t in job.all_tasks),
                             sum(t.side_outputs for t in job.all_tasks),
                             sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
-                            _lineage(job))
+                            _lineage(job), task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
 
 
 def _lineage(job: Job) -> list | None:
@@ -141,9 +145,8 @@ def _lineage(job: Job) -> list | None:
 def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
                    external: ExternalSystem | None = None) -> SimulationResult:
     """Runs a :class:`~streamproof.impl.graph_job.GraphJobSpec` under the same scheduler."""
-    from streamproof.impl.graph_job import GraphJob
     rng = random.Random(seed)
-    job = GraphJob(spec, external, random.Random(rng.random()))
+    job = _observed_graph_job()(spec, external, random.Random(rng.random()))
     step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
     keyed = [(t, op) for t in job.all_tasks for op in t.operators if hasattr(op, "watermark_processor")]
     stalled = [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.watermark_processor.stalled)
@@ -181,4 +184,31 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
                             job.events, interrupted_seen, applied, stalled, channel_state,
                             late_records=sum(t.late_records for t in job.all_tasks),
-                            side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics)
+                            side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics,
+                            task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
+
+
+_OBSERVED_GRAPH_JOB = None
+
+
+def _observed_graph_job():
+    """The job-graph runtime, each task watched by a :class:`TaskBookkeeping` as it is created."""
+    global _OBSERVED_GRAPH_JOB
+    if _OBSERVED_GRAPH_JOB is not None:
+        return _OBSERVED_GRAPH_JOB
+    from streamproof.impl.graph_job import GraphJob
+
+    class ObservedGraphJob(GraphJob):
+        def __init__(self, *args, **kwargs):
+            self.bookkeeping = TaskBookkeeping()
+            super().__init__(*args, **kwargs)
+
+        def _create_task(self, chain, s: int):
+            task = super()._create_task(chain, s)
+            keyed = [(op.operator, op.executor, op.watermark_processor) for op in task.operators
+                     if hasattr(op, "watermark_processor")]
+            self.bookkeeping.observe(task, f"{task.name}[{s}]", keyed)
+            return task
+
+    _OBSERVED_GRAPH_JOB = ObservedGraphJob
+    return ObservedGraphJob

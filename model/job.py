@@ -66,7 +66,8 @@ def timer_chain(sources: list[list[tuple]], drain: bool, delay: int = 3, hops: i
     return out
 
 
-REFERENCES = {"window_sum": window_sum, "yielding_window_sum": window_sum, "timer_chain": timer_chain}
+REFERENCES = {"window_sum": window_sum, "yielding_window_sum": window_sum, "async_window_sum": window_sum,
+              "mailing_window_sum": window_sum, "timer_chain": timer_chain}
 
 
 def reference_output(operator: str, sources: list[list[tuple]], drain: bool) -> Counter:
@@ -122,6 +123,7 @@ def _identity(records: list[tuple], limit: float) -> list[tuple]:
 
 KEYED = {"eos_window_sum": _end_of_stream_sums, "eos_co_group": _end_of_stream_co_group, "keyed_identity": _identity, "tumbling_window_sum": _windows,
          "window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
+         "async_window_sum": _windows,
          "timer_chain": _timer_chains, "processing_buffer": _buffered}
 STATELESS = {
     "identity": lambda key, value: [(key, value)],

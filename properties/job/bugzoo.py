@@ -8,7 +8,7 @@ from streamproof.impl import task as task_module
 from streamproof.impl.chain import SinkWriter
 from streamproof.impl.mailbox import MailOptions, TaskMailbox
 from streamproof.impl.sink import TwoPhaseCommitSink
-from streamproof.impl.task import MailboxWatermarkProcessor, OperatorTask
+from streamproof.impl.task import CheckpointBarrier, MailboxWatermarkProcessor, OperatorTask
 from streamproof.impl.timers import InternalTimerService
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
@@ -146,6 +146,58 @@ def sink_commits_on_snapshot():
         return state
 
     with patched(TwoPhaseCommitSink, snapshot_state=snapshot_state):
+        yield
+
+
+@variant("continuation-scheduled-twice", "FLIP-443", "job.watermarks",
+         "The watermark processor schedules a continuation whenever an advance is interrupted, also when "
+         "one is already pending (progressWatermarkScheduled ignored): a watermark arriving during an "
+         "interrupted firing adds a second continuation mail. Every output stays the same (the extra "
+         "continuation re-fires nothing and its repeated watermark is dropped downstream), but the "
+         "scheduled flag no longer says whether a continuation is pending.")
+@contextmanager
+def continuation_scheduled_twice():
+    def _emit_watermark_inside_mailbox(self):
+        manager = self.operator.time_service_manager
+        fired_before = self.operator.timers_fired
+        if manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt):
+            self._emit(self.max_input_watermark)
+            return
+        self.interruptions += 1  # BUG: no check of progress_watermark_scheduled
+        self.stalled += self.operator.timers_fired == fired_before
+        self.progress_watermark_scheduled = True
+        self.executor.execute(self._continue, "emitWatermarkInsideMailbox", MailOptions.DEFERRABLE)
+
+    with patched(MailboxWatermarkProcessor, _emit_watermark_inside_mailbox=_emit_watermark_inside_mailbox):
+        yield
+
+
+def _head_executor(task):
+    """The mailbox executor of the task's head operator (the one-stage task's operator)."""
+    if hasattr(task, "operators"):
+        return getattr(task.operators[0], "executor", task.executor)
+    return task.operator_executor
+
+
+@variant("barrier-taken-inside-a-yield", "Flink mailbox priorities", "job.timer-effects-once",
+         "An unaligned barrier's mail is put with the head operator's executor (priority 0) instead of the "
+         "task's main executor (MIN_PRIORITY): an operator yielding inside a timer callback (an async "
+         "operator waiting for its result) runs the barrier, and the snapshot is taken between the timer's "
+         "firing and its output: it holds neither the timer nor its output, so a restore loses the effect.")
+@contextmanager
+def barrier_taken_inside_a_yield():
+    original = OperatorTask.receive
+
+    def receive(self, channel, element):
+        if isinstance(element, CheckpointBarrier) and self.config.unaligned_checkpoints and not element.savepoint:
+            position = self.dequeued[channel] + len(self.inputs[channel])
+            _head_executor(self).execute(  # BUG: the operator's priority, not MIN_PRIORITY
+                lambda: self._on_unaligned_barrier(channel, element.checkpoint_id, position),
+                f"unaligned barrier {element.checkpoint_id}", self.barrier_mail_options)
+            return
+        original(self, channel, element)
+
+    with patched(OperatorTask, receive=receive):
         yield
 
 

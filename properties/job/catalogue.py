@@ -10,7 +10,7 @@ from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Reco
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
 
-WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum"]
+WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum", "async_window_sum"]
 MAPS = ["identity", "last", "double", "even", "twice", "rekey"]
 
 
@@ -119,7 +119,7 @@ def job_scenarios(draw) -> Scenario:
     if draw(st.booleans()):
         steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
     params = {
-        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum"])),
+        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum", "async_window_sum"])),
         "sources": sources,
         "parallelism": draw(st.integers(1, 3)),
         "max_parallelism": max_parallelism,
@@ -139,9 +139,12 @@ SUMMARIES = {
     "job.exactly-once": "Under checkpoints, failures (also inside interrupted firings), rescales and "
                         "interruptible timers, the committed output equals the failure-free run's "
                         "(multiset; per key in window order for one-stage jobs); one-stage jobs and job graphs.",
-    "job.timer-effects-once": "Every timer's effect is committed exactly once (as often as in the failure-free run).",
+    "job.timer-effects-once": "Every timer's effect is committed exactly once (as often as in the failure-free run); "
+                              "every snapshot is taken between mails, never inside a callback (not even by a yield "
+                              "inside one: checkpoint mail has MIN_PRIORITY).",
     "job.watermarks": "Per operator and task attempt, output watermarks strictly increase and no timer output "
-                      "at or below a watermark leaves after it.",
+                      "at or below a watermark leaves after it; at most one watermark continuation per operator "
+                      "is pending (FLIP-443).",
     "job.end-of-input": "With drain, MAX_WATERMARK precedes EndOfData and nothing follows it "
                         "(FLINK-39481); every interrupted advance fired a timer (FLIP-443).",
     "job.watermark-liveness": "Under steady mail (unaligned barriers every few steps, mail during firings) every "
@@ -154,7 +157,8 @@ SUMMARIES = {
                           "(FLINK-38614).",
 }
 REACHABILITY = ("timer firing interrupted", "failure inside an interrupted firing", "rescaled restore",
-                "restored from a completed checkpoint")
+                "restored from a completed checkpoint", "try_yield ran a mail inside a timer callback",
+                "barrier processed during an interrupted firing", "continuation pending when a new watermark arrived")
 GRAPH_REACHABILITY = ("job graph with more than one stage", "operator chain of more than one operator before its sink",
                       "job graph rescaled", "timer firing interrupted", "failure inside an interrupted firing")
 

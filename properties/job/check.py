@@ -3,9 +3,11 @@ against the job's reference, its failure-free uninterrupted run.
 
   * ``job.exactly-once``: the committed output equals the reference's as a multiset, and per key
     in the order the operator promises (window ends increasing);
-  * ``job.timer-effects-once``: every timer's effect (key, timer timestamp) is committed exactly once;
+  * ``job.timer-effects-once``: every timer's effect (key, timer timestamp) is committed exactly once,
+    and (the task's bookkeeping) every snapshot was taken between mails, none inside a callback;
   * ``job.watermarks``: in every task attempt, output watermarks strictly increase and no record
-    produced by a timer at or below a watermark leaves after that watermark;
+    produced by a timer at or below a watermark leaves after that watermark; (bookkeeping) at most
+    one watermark continuation per operator is pending;
   * ``job.end-of-input``: with drain, MAX_WATERMARK leaves before EndOfData and nothing after it
     (FLINK-39481), and every interrupted timer firing made progress (FLIP-443: at least one
     timer per attempt).
@@ -97,6 +99,13 @@ def _reach(run: SimulationResult) -> None:
         note("unaligned checkpoint carried in-flight records")
     if any(e[0] == "failover" and e[3] is None for e in run.events):
         note("restarted before the first checkpoint")
+    counts = run.task_counts
+    if counts.get("a yield ran a mail inside on_timer"):
+        note("try_yield ran a mail inside a timer callback")
+    if any(e[0] == "snapshot" and (e[4] is not None or e[5]) for e in run.task_log):
+        note("barrier processed during an interrupted firing")
+    if counts.get("watermark while a continuation was pending"):
+        note("continuation pending when a new watermark arrived")
     if run.metrics.get("chains"):
         _reach_graph(run)
 
@@ -172,7 +181,27 @@ def _effects(committed: list) -> Counter:
     return Counter((r[0], r[1]) for r in committed if isinstance(r, tuple) and len(r) >= 2)
 
 
+def _snapshots_between_mails(run: SimulationResult):
+    """Flink takes a snapshot only between mails: the checkpoint's mail (``triggerCheckpointAsync``,
+    an unaligned barrier's priority-event mail) is put by the task's main executor, of
+    MIN_PRIORITY, and an operator's ``yield``/``tryYield`` takes only mail of at least its own
+    priority (its chain index), never that one. A snapshot taken inside a callback holds the fired
+    timer's removal but not its output: after a restore from it the timer's effect is lost."""
+    for entry in run.task_log:
+        if entry[0] == "barrier-in-yield":
+            _, attempt, task, callback = entry
+            return ("snapshot-between-mails",
+                    f"attempt {attempt} {task}: a yield inside {callback} ran a checkpoint barrier's mail")
+        if entry[0] == "snapshot" and entry[4] is not None:
+            _, attempt, task, checkpoint, callback, _ = entry
+            return ("snapshot-between-mails",
+                    f"attempt {attempt} {task}: checkpoint {checkpoint}'s snapshot taken inside {callback}")
+    return None
+
+
 def _timer_effects_once(run: SimulationResult, reference: SimulationResult):
+    if (problem := _snapshots_between_mails(run)) is not None:
+        return problem
     effects, wanted = _effects(run.committed), _effects(reference.committed)
     twice = [e for e, n in effects.items() if n > wanted.get(e, 1)]
     if twice:
@@ -183,7 +212,21 @@ def _timer_effects_once(run: SimulationResult, reference: SimulationResult):
     return None
 
 
+def _one_continuation(run: SimulationResult):
+    """FLIP-443 (``MailboxWatermarkProcessor.progressWatermarkScheduled``): at most one watermark
+    continuation per operator is pending; a watermark arriving meanwhile only raises the target."""
+    for entry in run.task_log:
+        if entry[0] == "continuations":
+            _, attempt, task, priority, pending = entry
+            return ("one-watermark-continuation",
+                    f"attempt {attempt} {task}: {pending} watermark continuations of the operator at chain "
+                    f"index {priority} pending at once")
+    return None
+
+
 def _watermarks(run: SimulationResult, reference: SimulationResult):
+    if (problem := _one_continuation(run)) is not None:
+        return problem
     for attempt, subtask, log in run.output_logs:
         last = None
         for position, entry in enumerate(log):

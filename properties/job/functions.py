@@ -93,6 +93,30 @@ class MailingWindowSum(WindowSum):
         self.executor.execute(lambda: None, "async work")
 
 
+class AsyncWindowSum(WindowSum):
+    """WindowSum whose timer callback hands the window's sum to asynchronous work and waits for the
+    result in the mailbox, as an async operator does (Flink's ``AsyncWaitOperator`` yields while its
+    queue is full): it puts the "completion" as mail of its own executor's priority, then yields
+    until that mail ran, then emits. So every firing runs mail inside its callback, and whatever
+    else that yield may take (mail of priority at least the operator's) runs between the timer's
+    firing and its output."""
+
+    def open(self, ctx) -> None:
+        super().open(ctx)
+        self.executor = ctx.get_mailbox_executor()
+
+    def on_timer(self, timestamp, ctx, out) -> None:
+        key = ctx.get_current_key()
+        total = self.sums.get(timestamp, 0)
+        self.sums.remove(timestamp)
+        done: list = []
+        self.executor.execute(lambda: done.append(total), f"async result {timestamp}")
+        while not done:
+            if not self.executor.try_yield():
+                raise RuntimeError(f"the async result of timer {timestamp} never came (its mail was lost)")
+        out.collect((key, timestamp, done[0]))
+
+
 class ProcessingTimeBuffer(KeyedProcessFunction):
     """Buffers each key's records and emits them, one output per record ``(key, ts, value)``, from
     a processing-time timer ``delay`` later (TRIGGER at end of input, FLIP-269). The output
@@ -151,7 +175,7 @@ def tumbling_window_sum():
 
 
 FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
-             "mailing_window_sum": MailingWindowSum, "processing_buffer": ProcessingTimeBuffer,
+             "mailing_window_sum": MailingWindowSum, "async_window_sum": AsyncWindowSum, "processing_buffer": ProcessingTimeBuffer,
              "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum,
              "eos_co_group": eos_co_group}
 KEYED_FUNCTIONS = FUNCTIONS
