@@ -77,13 +77,16 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
 
 def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0,
                     seeds: int = 8) -> sc.Scenario:
-    """After Hypothesis' shrinking, drops steps one at a time (last first) while the property still
-    fails with the same invariant. A scenario with a schedule seed (``params.seed``, job families)
-    may take another of ``seeds`` small seeds for a shorter failing scenario: its outcome hangs on
-    the interleaving, so it shrinks badly by value. Stops after ``seconds``."""
+    """After Hypothesis' shrinking, reduces a failing scenario while the property still fails with
+    the same invariant. Job-like families (``job``, ``termination``, ``valve_job``) get the
+    domain-aware passes of :mod:`streamproof.properties.shrink` (sources, records, faults,
+    settings, timestamps, keys, graph, a few schedule seeds; a budget of checks worth about
+    ``seconds``, so deterministic). Other families drop steps one at a time (last first); a
+    scenario with a schedule seed (``params.seed``) may take another of ``seeds`` small seeds.
+    Stops after ``seconds``."""
     from dataclasses import replace
 
-    deadline = time.perf_counter() + seconds
+    from streamproof.properties import shrink
 
     def fails(candidate: sc.Scenario) -> bool:
         try:
@@ -91,6 +94,11 @@ def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, secon
         except Exception:  # noqa: BLE001 - an invalid or crashing candidate is not a reduction
             return False
         return not verdict.holds and verdict.invariant == invariant
+
+    if shrink.shrinks(scenario.family):
+        return shrink.shrink(fails, scenario, seconds, seeds)
+
+    deadline = time.perf_counter() + seconds
 
     def variants(candidate: sc.Scenario):
         yield candidate

@@ -285,32 +285,49 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
         raise input_error(e) from None
     default_examples, _ = profile_defaults()
     examples = examples or default_examples
-    rows, survived = [], 0
+    rows, survived, job_lengths = [], 0, []
     with progress(variants, "hunting", streaming=as_json) as items:
         for bug in items:
             e = hunt(bug, examples, seed)
             caught = not e.holds
             survived += not caught
             length = len(e.scenario.steps) if e.scenario is not None else None
+            family = registry.get(bug.caught_by).family
+            if length is not None and family == "job":
+                job_lengths.append(length)
             if as_json:
                 emit_json({
                     "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
-                    "caught": caught, "seconds": round(e.seconds, 3), "examples": e.examples,
+                    "caught": caught, "family": family, "seconds": round(e.seconds, 3), "examples": e.examples,
                     "explored_steps": e.steps, "counterexample_steps": length,
                     "invariant": e.invariant, "message": e.message or None,
                     "scenario": e.scenario.to_dict() if e.scenario is not None else None,
                 })
             rows.append((bug.name, bug.source, "yes" if caught else "NO", f"{e.seconds:.2f}" if caught else "-", e.examples,
                          length if length is not None else "-", e.invariant or "-"))
-    if not as_json:
+    median = _median(job_lengths)
+    if as_json:
+        if median is not None:  # a last line when job variants were hunted
+            emit_json({"summary": True, "variants": len(rows), "caught": len(rows) - survived,
+                       "median_job_counterexample_steps": median, "job_variants": len(job_lengths)})
+    else:
         header = ("variant", "source", "caught", "time to detect (s)", "examples",
-                  "counterexample (steps)", "invariant")
+                  "counterexample (steps)", "invariant")  # the steps of the shrunk counterexample
         for line in table(header, rows, {3, 4, 5}):
             click.echo(line)
         click.echo("")
+        if median is not None:
+            click.echo(f"median job counterexample: {median:g} steps (over {len(job_lengths)} job variants)")
         click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
                    else f"FAILED: {survived} of {len(rows)} bug variants survived")
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
+
+
+def _median(values: list[int]) -> float | None:
+    if not values:
+        return None
+    ordered, middle = sorted(values), len(values) // 2
+    return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 for _command in (campaign, report, prove, certify, conform):
