@@ -395,3 +395,16 @@ def test_there_are_mailbox_examples():
 def test_example_replays_and_matches_what_it_expects(path):
     result = replay(load_scenario_file(path))
     assert result.holds and result.matches_expected is True, result.failure()
+
+
+def test_priorities_span_javas_int_range_and_mail_defaults_to_priority_0():
+    """Mutation testing (tests/mutation.py) found these unpinned: TaskMailbox.MAX_PRIORITY is
+    Integer.MAX_VALUE, MIN_PRIORITY is -1 (deferrable), and a Mail built without one has priority 0."""
+    from streamproof.impl.mailbox import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, Mail
+
+    assert (MIN_PRIORITY, DEFAULT_PRIORITY, MAX_PRIORITY) == (-1, 0, 2**31 - 1)
+    assert Mail(lambda: None, "m").priority == 0
+    assert Mail(lambda: None, "top", 2**31 - 1).priority == 2**31 - 1
+    for bad in (2**31, -2, True, 1.0):
+        with pytest.raises(ValueError, match="priority"):
+            Mail(lambda: None, "bad", bad)
