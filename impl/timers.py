@@ -354,10 +354,10 @@ class InternalTimerService:
                 self._fire_processing_timer(timer)
             horizon = self._flush_horizon()
             result.horizon = horizon
-            while (timer := queue.peek()) is not None:
+            while (timer := self._next_to_flush()) is not None:
                 key_context.set_current_key(timer[1])
                 action = self.termination_action_of(timer)
-                queue.poll(key_context.current_key_group_index)
+                queue.remove(timer, key_context.current_key_group_index)
                 self.termination_actions.pop(timer, None)
                 if horizon is None or timer[0] > horizon:
                     result.dropped_after_horizon += 1
@@ -383,6 +383,10 @@ class InternalTimerService:
         return result
 
     # The flush's rules, one method each (the bug zoo replaces them).
+
+    def _next_to_flush(self) -> InternalTimer | None:
+        """The pending timer the flush handles next: the head (timestamp order)."""
+        return self.processing_time_timers_queue.peek()
     def _flush_horizon(self) -> int | None:
         """The largest pending timestamp when the flush by actions begins (None: none pending)."""
         return max((t[0] for t in self.processing_time_timers_queue), default=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from streamproof.impl.task import OperatorTask
-from streamproof.impl.timers import MAX_WATERMARK, FlushResult, InternalTimerService
+from streamproof.impl.timers import MAX_WATERMARK, InternalTimerService
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 
@@ -134,7 +134,6 @@ def flush_fires_cancel_timers():
 def flush_handles_in_registration_order():
     from itertools import count
 
-    from streamproof.impl.termination import TimerTerminationAction
     register = InternalTimerService.register_processing_time_timer
     sequence = count()
 
@@ -143,56 +142,14 @@ def flush_handles_in_registration_order():
         timer = self._current_timer(namespace, time)
         self.__dict__.setdefault("_registered_at", {})[timer] = next(sequence)
 
-    def flush(self, budget=None):
-        if self.processing_time_state != "RUNNING":
-            raise RuntimeError(f"timer service '{self.name}' is {self.processing_time_state}: flushed once only")
-        budget = self.firing_budget if budget is None else budget
-        result = FlushResult()
-        queue, key_context = self.processing_time_timers_queue, self.key_context
+    def next_to_flush(self):
+        queue = self.processing_time_timers_queue
+        if not queue.size():
+            return None
         order = self.__dict__.get("_registered_at", {})
-        clock = self.processing_time_service.get_current_processing_time()
-        self.processing_time_state = "FLUSHING"
-        if self.next_timer is not None:
-            self.next_timer.cancel()
-            self.next_timer = None
-        try:
-            while (timer := queue.peek()) is not None and timer[0] <= clock:
-                key_context.set_current_key(timer[1])
-                queue.poll(key_context.current_key_group_index)
-                self._check_flush_budget(result, budget)
-                result.due.append(timer)
-                self._fire_processing_timer(timer)
-            horizon = result.horizon = self._flush_horizon()
-            while queue.size():
-                timer = min(queue, key=lambda t: (order.get(t, -1), t[0]))  # BUG: registration order
-                key_context.set_current_key(timer[1])
-                action = self.termination_action_of(timer)
-                queue.remove(timer, key_context.current_key_group_index)
-                self.termination_actions.pop(timer, None)
-                if horizon is None or timer[0] > horizon:
-                    result.dropped_after_horizon += 1
-                    continue
-                if action == TimerTerminationAction.CANCEL:
-                    result.cancelled.append(timer)
-                    continue
-                self._check_flush_budget(result, budget)
-                if action == TimerTerminationAction.WAIT:
-                    clock = self._wait_clock(clock, timer[0])
-                    advance = getattr(self.processing_time_service, "set_time_without_firing", None)
-                    if advance is not None:
-                        advance(clock)
-                    self._flush_clock = clock
-                else:
-                    self._flush_clock = self._trigger_clock(clock)
-                result.fired.append((timer, action))
-                self.triggerable.on_processing_time(timer)
-                self._flush_clock = None
-        finally:
-            self._flush_clock = None
-            self.processing_time_state = "FLUSHED"
-        return result
+        return min(queue, key=lambda t: (order.get(t, -1), t[0]))  # BUG: registration order
 
-    with patched(InternalTimerService, flush_processing_time_timers=flush,
+    with patched(InternalTimerService, _next_to_flush=next_to_flush,
                  register_processing_time_timer=register_counted):
         yield
 
