@@ -82,3 +82,17 @@ def test_prove_command_proves_every_model_and_writes_each_counterexample_as_a_sc
     assert replayed.exit_code == 1  # legacy protocol: the checkpoint is inconsistent
     assert runner.invoke(cli, ["prove", "nope"]).exit_code == 2
     assert runner.invoke(cli, ["prove", "flush", "--variant", "legacy"]).exit_code == 2
+
+
+def test_replay_inject_reproduces_a_written_counterexample_and_rejects_an_unknown_variant(tmp_path):
+    """The user's path for a bug-zoo counterpart: prove writes the scenario, replay holds on the
+    implementation and fails with the variant injected; an unknown variant is one line, exit 2."""
+    runner = CliRunner()
+    out = tmp_path / "cex"
+    assert runner.invoke(cli, ["prove", "flush", "--variant", "head-only", "--out", str(out)]).exit_code == 0
+    written = str(out / "z3-flush-head-only.json")
+    assert runner.invoke(cli, ["replay", written]).exit_code == 0
+    injected = runner.invoke(cli, ["replay", "--inject", "flush-handles-head-only", written])
+    assert injected.exit_code == 1 and "trigger-and-wait-fire-once" in injected.output
+    unknown = runner.invoke(cli, ["replay", "--inject", "no-such-bug", written])
+    assert unknown.exit_code == 2 and "unknown bug variant" in unknown.output
