@@ -545,7 +545,8 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "termin
 
 
 @pytest.mark.parametrize("name", ["cancel", "trigger", "wait", "no-drain", "override-with-failure",
-                                  "override-after-restore"])
+                                  "override-after-restore", "restore-final-checkpoint-format-1",
+                                  "restore-final-checkpoint-format-2"])
 def test_termination_examples_hold_on_every_property(name):
     scenario = load_scenario_file(EXAMPLES / f"{name}.json")
     assert scenario.family == "termination" and scenario.description

@@ -261,6 +261,8 @@ def _flush_refines_the_model(scenario, result, attempt, subtask, log, flush, rep
     i = 0
 
     def label(timer):
+        if timer[0] <= spec.clock:
+            return f"timer {timer[0]} of key {timer[1]!r} (already due at the flush's clock {spec.clock})"
         action = spec.effective(timer)
         return f"timer {timer[0]} of key {timer[1]!r} ({NAMES[action]}{' by the override' if spec.override is not None else ''})"
 
