@@ -299,6 +299,7 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
             lines = [f"# {f['property']} seed {f['seed']}: {f['message']}"]
             if f.get("file"):
                 lines.append(f"streamproof replay {shlex.quote(f['file'])}")
+                lines.append(f"streamproof explain {shlex.quote(f['file'])} --html timeline.html  # the run as a timeline")
             lines.append(f["reproduce"] or "")
             doc.code("\n".join(lines))
     doc.h(3, "Time per seed")

@@ -267,6 +267,48 @@ def _print_replay(file: str, result: ReplayResult) -> None:
     click.echo("")
 
 
+# ---------------------------------------------------------------------------------- explain
+
+@cli.command("explain")
+@click.argument("file", metavar="FILE")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="OUT.html", help="also write the timeline as a self-contained HTML page")
+@click.option("--width", type=click.IntRange(min=40), default=None, metavar="N",
+              help="width of the text timeline [default: the terminal's, else 120]")
+@click.option("--inject", metavar="VARIANT", default=None,
+              help="apply this bug-zoo variant while replaying (as replay --inject)")
+def explain_command(file: str, html_out: Path | None, width: int | None, inject: str | None) -> None:
+    """Replay a scenario file and draw its run as a timeline, one lane per subtask (plus the job
+    manager), with the row where the property broke marked and the family's reference."""
+    import shutil
+    from contextlib import nullcontext
+
+    from streamproof.explain import explain, render_html, render_text
+
+    patch = nullcontext
+    if inject is not None:
+        from streamproof.properties.bugzoo import get_variant
+        try:
+            patch = get_variant(inject).patch
+        except KeyError as e:
+            raise input_error(e) from None
+    scenario = load_scenario_file(file)  # ScenarioError: exit 2
+    try:
+        with patch():
+            timeline = explain(scenario, file)
+    except (NothingToCheck, registry.UnknownProperty) as e:
+        raise InputError(f"{file}: {e.args[0]}") from None
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    click.echo(render_text(timeline, width), nl=False)
+    if html_out is not None:
+        try:
+            html_out.write_text(render_html(timeline), encoding="utf-8")
+        except OSError as err:
+            raise InputError(f"cannot write {html_out}: {err.strerror or err}") from None
+        click.echo(f"html: {html_out}")
+    click.get_current_context().exit(EXIT_HELD if timeline.holds else EXIT_FAILED)
+
+
 # ----------------------------------------------------------------------------------- bugzoo
 
 @cli.command()
