@@ -30,7 +30,7 @@ DEFAULT_FIRING_BUDGET = 1_000_000
 __all__ = [
     "InternalTimer", "Triggerable", "KeyContext", "ProcessingTimeService", "ScheduledTimer",
     "ManualProcessingTimeService", "InternalTimerService", "InternalTimeServiceManager",
-    "InternalTimersSnapshot", "FlushResult", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "KeyGroupOutOfRangeError",
+    "InternalTimersSnapshot", "FlushResult", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "TimestampOutOfRangeError", "KeyGroupOutOfRangeError",
     "MIN_WATERMARK", "MAX_WATERMARK",
 ]
 
@@ -40,6 +40,18 @@ _new_timer = tuple.__new__  # InternalTimer without the NamedTuple constructor's
 
 class NoCurrentKeyError(ValueError):
     """A keyed timer operation with no key in the key context (Flink: NullPointerException)."""
+
+
+class TimestampOutOfRangeError(ValueError):
+    """A timer registered outside Java's long range (Flink's timestamps are longs: a PyFlink
+    operator's arithmetic past 2^63 - 1 fails when the timestamp crosses into Java)."""
+
+
+def _long(time: int) -> int:
+    if not INT64_MIN <= time <= INT64_MAX:
+        raise TimestampOutOfRangeError(f"timer timestamp {time} is outside Java's long range "
+                                       f"[{INT64_MIN}, {INT64_MAX}] (an overflow in the operator?)")
+    return time
 
 
 class TimerFiringBudgetExceeded(RuntimeError):
@@ -224,7 +236,7 @@ class InternalTimerService:
         key = self.key_context.current_key
         if key is None:
             raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
-        return _new_timer(InternalTimer, (time, key, namespace))
+        return _new_timer(InternalTimer, (_long(time), key, namespace))
 
     def register_processing_time_timer(self, namespace: Hashable, time: int,
                                        action: TimerTerminationAction | None = None) -> None:
@@ -267,7 +279,7 @@ class InternalTimerService:
         key = context.current_key
         if key is None:
             raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
-        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
+        self.event_time_timers_queue.add(_new_timer(InternalTimer, (_long(time), key, namespace)),
                                          context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:

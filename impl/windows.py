@@ -167,7 +167,9 @@ class TumblingEventTimeWindows(WindowAssigner):
 
     def assign_windows(self, element, timestamp):
         start = TimeWindow.get_window_start_with_offset(_check_timestamp(timestamp), self.offset, self.size)
-        return [TimeWindow(start, start + self.size)]
+        # the last window is cut at the end of time (max_timestamp MAX_WATERMARK): Java's start +
+        # size would overflow to a negative end (docs/decisions.md)
+        return [TimeWindow(start, min(start + self.size, MAX_WATERMARK + 1))]
 
     def get_default_trigger(self):
         return EventTimeTrigger()

@@ -19,7 +19,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-MIN_TIME = -(2**63)
+MIN_TIME, MAX_TIME = -(2**63), 2**63 - 1
+
+
+def saturated(time: int) -> int:
+    """A timestamp kept inside Java's long range: a window past MAX_TIME ends at MAX_TIME (the
+    operators here saturate instead of overflowing; docs/decisions.md)."""
+    return min(max(time, MIN_TIME), MAX_TIME)
+
+
+def window_end(ts: int, size: int = 10) -> int:
+    """The last timestamp of the tumbling window of ``size`` that holds ``ts``."""
+    return saturated((ts // size + 1) * size - 1)
 
 
 def final_watermark(sources: list[list[tuple]], drain: bool) -> float:
@@ -41,7 +52,7 @@ def window_sum(sources: list[list[tuple]], drain: bool, size: int = 10) -> Count
     """One output ``(key, window end, sum)`` per key and window, once the window's end is reached."""
     sums: dict = {}
     for key, value, ts in records(sources):
-        end = (ts // size + 1) * size - 1
+        end = window_end(ts, size)
         sums[(key, end)] = sums.get((key, end), 0) + value
     limit = final_watermark(sources, drain)
     return Counter((key, end, total) for (key, end), total in sums.items() if end <= limit)
@@ -52,7 +63,8 @@ def timer_chain(sources: list[list[tuple]], drain: bool, delay: int = 3, hops: i
     ``(key, T, hops left)`` and, while hops remain, arms T + delay; equal timers merge (max)."""
     pending: dict = {}
     for key, _, ts in records(sources):
-        pending[(key, ts + delay)] = max(pending.get((key, ts + delay), 0), hops)
+        if ts + delay <= MAX_TIME:  # a timer past the end of time is never registered
+            pending[(key, ts + delay)] = max(pending.get((key, ts + delay), 0), hops)
     limit = final_watermark(sources, drain)
     out: Counter = Counter()
     while pending:
@@ -61,7 +73,7 @@ def timer_chain(sources: list[list[tuple]], drain: bool, delay: int = 3, hops: i
             break
         left = pending.pop((key, at)) - 1
         out[(key, at, left)] += 1
-        if left > 0:
+        if left > 0 and at + delay <= MAX_TIME:
             pending[(key, at + delay)] = max(pending.get((key, at + delay), 0), left)
     return out
 
@@ -86,7 +98,7 @@ def number(value) -> int:
 def _windows(records: list[tuple], limit: float, size: int = 10) -> list[tuple]:
     sums: dict = {}
     for key, value, ts in records:
-        end = (ts // size + 1) * size - 1
+        end = window_end(ts, size)
         sums[(key, end)] = sums.get((key, end), 0) + number(value)
     return [(key, (key, end, total), end) for (key, end), total in sums.items() if end <= limit]
 

@@ -31,6 +31,18 @@ from streamproof.impl.keygroups import (
 from streamproof.properties import families
 
 FORMAT = "streamproof.scenario/1"
+
+
+def _limit(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+# What one scenario may hold (docs/scenario-format.md#limits): beyond these a replay takes minutes
+# and gigabytes with nothing to show, so the loader refuses it at once. Raise them through the
+# environment for a deliberate long run.
+MAX_SCENARIO_BYTES = _limit("STREAMPROOF_MAX_SCENARIO_BYTES", 4 * 1024 * 1024)
+MAX_STEPS = _limit("STREAMPROOF_MAX_STEPS", 10_000)
 # io: unreadable file / not UTF-8; json: not JSON; invalid: wrong type, value or range;
 # missing / unknown_field / unknown_op: as named; semantic: a rule the JSON Schema cannot express
 # (family rules such as "new_instance first", and cross-field rules such as end < max_parallelism).
@@ -39,7 +51,7 @@ MAX_JSON_DEPTH = 64  # nesting allowed inside params / expected / flink_observed
 
 _MISSING: Any = object()
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
-_NAMED_BOUNDS = {INT64_MIN: "-2^63", INT64_MAX: "2^63-1", INT32_MIN: "-2^31", INT32_MAX: "2^31-1"}
+_NAMED_BOUNDS = {INT64_MIN: "-2^63", INT64_MIN + 1: "-2^63+1", INT64_MAX: "2^63-1", INT32_MIN: "-2^31", INT32_MAX: "2^31-1"}
 
 
 # ----------------------------------------------------------------------------------- errors
@@ -545,6 +557,9 @@ def scenario_from_dict(d: object) -> Scenario:
         raise TOP.expected("steps", "a list of steps")
     if not isinstance(steps, (list, tuple)):
         raise TOP.expected("steps", "a list of steps", steps)
+    if len(steps) > MAX_STEPS:
+        raise TOP.error("steps", f"{len(steps)} steps, over the limit of {MAX_STEPS} (STREAMPROOF_MAX_STEPS "
+                        f"raises it)", "semantic")
     parsed = tuple(
         parse_step(item, family.steps, Loc(i, f"step {i}")) for i, item in enumerate(steps)
     )
@@ -628,7 +643,14 @@ def load_scenario(text: str) -> Scenario:
         text = _decode(bytes(text))
     if not isinstance(text, str):
         raise ScenarioError(f"expected JSON text, got {type(text).__name__}", kind="io")
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise _too_large(len(text))
     return scenario_from_dict(_parse_json(text))
+
+
+def _too_large(size: int) -> ScenarioError:
+    return ScenarioError(f"scenario is {size / 2**20:.1f} MB, over the limit of {MAX_SCENARIO_BYTES / 2**20:.1f} MB "
+                         f"(STREAMPROOF_MAX_SCENARIO_BYTES raises it)", kind="io")
 
 
 def _decode(data: bytes) -> str:
@@ -645,7 +667,12 @@ def load_scenario_file(path: str | os.PathLike) -> Scenario:
     where = os.fspath(path)
     try:
         with open(where, "rb") as f:
-            data = f.read()
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_SCENARIO_BYTES:
+                raise _too_large(size).with_prefix(where)
+            data = f.read(MAX_SCENARIO_BYTES + 1)
+            if len(data) > MAX_SCENARIO_BYTES:  # not a regular file (a pipe): its size was unknown
+                raise _too_large(len(data)).with_prefix(where)
     except FileNotFoundError:
         raise ScenarioError(f"{where}: file not found", kind="io") from None
     except IsADirectoryError:

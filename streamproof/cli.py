@@ -48,6 +48,7 @@ DEFAULT_OUT = "streamproof-failures"
 
 
 class StreamproofGroup(click.Group):
+from streamproof.snapshot_cli import snapshot  # inspect and validate timer snapshot files
     """Turns bad input anywhere (option parsing included) into exit 2 with one line."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
@@ -372,5 +373,5 @@ def _median(values: list[int]) -> float | None:
     return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-for _command in (campaign, report, prove, certify, conform):
+for _command in (campaign, report, prove, certify, conform, snapshot):
     cli.add_command(_command)

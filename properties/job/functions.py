@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from streamproof.impl.operators import KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor
 from streamproof.impl.termination import TimerTerminationAction
+from streamproof.model.job import MAX_TIME, saturated, window_end
 
 
 def number(value) -> int:
@@ -27,7 +28,7 @@ class WindowSum(KeyedProcessFunction):
         self.sums = ctx.get_map_state(MapStateDescriptor("sums"))
 
     def process_element(self, value, ctx, out) -> None:
-        end = (ctx.timestamp() // self.size + 1) * self.size - 1
+        end = window_end(ctx.timestamp(), self.size)
         self.sums.put(end, self.sums.get(end, 0) + number(value))
         ctx.timer_service().register_event_time_timer(end)
 
@@ -51,6 +52,8 @@ class TimerChain(KeyedProcessFunction):
 
     def process_element(self, value, ctx, out) -> None:
         ts = ctx.timestamp() + self.delay
+        if ts > MAX_TIME:
+            return  # past the end of time: it would never fire (and is no Java long)
         self.left.put(ts, max(self.left.get(ts, 0), self.hops))
         ctx.timer_service().register_event_time_timer(ts)
 
@@ -58,7 +61,7 @@ class TimerChain(KeyedProcessFunction):
         left = self.left.get(timestamp, 1) - 1
         out.collect((ctx.get_current_key(), timestamp, left))
         self.left.remove(timestamp)
-        if left > 0:
+        if left > 0 and timestamp + self.delay <= MAX_TIME:
             nxt = timestamp + self.delay
             self.left.put(nxt, max(self.left.get(nxt, 0), left))
             ctx.timer_service().register_event_time_timer(nxt)
@@ -133,7 +136,7 @@ class ProcessingTimeBuffer(KeyedProcessFunction):
     def process_element(self, value, ctx, out) -> None:
         self.buffer.add((ctx.timestamp(), number(value)))
         now = ctx.timer_service().current_processing_time()
-        ctx.timer_service().register_processing_time_timer(now + self.delay, TimerTerminationAction.TRIGGER)
+        ctx.timer_service().register_processing_time_timer(saturated(now + self.delay), TimerTerminationAction.TRIGGER)
 
     def on_timer(self, timestamp, ctx, out) -> None:
         for ts, value in self.buffer.get() or []:

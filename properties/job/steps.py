@@ -40,6 +40,10 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "slots": None,                # job graphs: the cluster's task slots (FLIP-331 scheduling); None: enough
 }
 WATERMARK_MODES = ("corrected", "flink-2.3")
+# built-in operators with no one-stage reference in model/job.py: they run in job graphs only
+GRAPH_ONLY = ("processing_buffer", "keyed_identity", "eos_window_sum", "tumbling_window_sum", "eos_co_group")
+# a record's timestamp: Long.MIN_VALUE is Flink's "no timestamp" marker (event-time windows refuse it)
+RECORD_TS = IntKind(-(2**63) + 1, 2**63 - 1)
 SOURCE = IntKind(0, 63)
 PARALLELISM = IntKind(1, 64)
 
@@ -52,7 +56,7 @@ class Record(Step):
     source: int = arg(SOURCE)
     key: Any = arg(KEY)
     value: int = arg(INT64)
-    ts: int = arg(INT64)
+    ts: int = arg(RECORD_TS)
 
 
 @step
@@ -65,7 +69,7 @@ class UserRecord(Step):
     source: int = arg(SOURCE)
     key: Any = arg(JSON)  # encoded like data: a string, an integer, or a composite key {"$tuple": [...]}
     data: Any = arg(JSON)
-    ts: int = arg(INT64)
+    ts: int = arg(RECORD_TS)
 
 
 @step
@@ -118,6 +122,10 @@ class Rescale(Step):
 
 def validate_job(scenario: Scenario) -> None:
     params = job_params(scenario)
+    from streamproof.model.job import REFERENCES
+    if params["graph"] is None and params["operator"] in GRAPH_ONLY:
+        raise TOP.expected("params", f"operator one of {', '.join(REFERENCES)} for the one-stage job "
+                           f"({params['operator']} runs in a params.graph)", params["operator"], "semantic")
     sources = params["sources"]
     last_watermark: dict[int, int] = {}
     for i, s in enumerate(scenario.steps):
