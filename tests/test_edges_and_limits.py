@@ -71,7 +71,7 @@ def test_a_record_without_a_timestamp_is_refused_by_the_loader():
 @pytest.mark.parametrize("operator", ["processing_buffer", "keyed_identity", "eos_window_sum", "tumbling_window_sum"])
 def test_operators_without_a_one_stage_reference_are_refused_outside_a_graph(operator):
     """They crashed the checker with KeyError (no reference output in model/job.py)."""
-    with pytest.raises(ScenarioError, match=f"runs in a params.graph"):
+    with pytest.raises(ScenarioError, match="runs in a params.graph"):
         load_scenario(_job(operator, [{"op": "record", "source": 0, "key": "a", "value": 1, "ts": 1}]))
 
 
