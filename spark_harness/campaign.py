@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from streamproof.spark_harness import executor, spec as specs
-from streamproof.spark_harness.spec import CampaignSpec
+from streamproof.spark_harness.spec import CampaignSpec, result_status, split_by_verdict  # noqa: F401
 
 CHUNK_SECONDS = 2.0      # a partition's work: ~2 s (each partition costs ~30-150 ms here)
 WAVE_SECONDS = 30.0      # a wave's wall time: what an interruption can cost
@@ -54,6 +54,11 @@ class RunRecord:
     cores: int = 0
     completed: bool = False
     coverage: dict | None = None    # exhaustive mode: what the bound covered
+    status: str = ""                # running (a killed driver leaves it so) | interrupted | failed | completed | incomplete
+    seeds_kept: int = 0             # seeds of the complete chunks kept from earlier runs
+    seeds_total: int = 0            # the campaign's seeds, all properties
+    seeds_dropped: int = 0          # interrupted: seeds of the waves in flight (they run again on --resume)
+    previous: str | None = None     # a fresh start: where the earlier results of the name were moved
 
 
 @dataclass
@@ -67,10 +72,16 @@ class CampaignResult:
     verification: list[str]
     skipped: list[str] = field(default_factory=list)
     exhaustive: dict | None = None
+    timeouts: list[dict] = field(default_factory=list)   # per signature, like failures: not failures
+    errors: list[dict] = field(default_factory=list)     # per signature: the harness or a crash, no scenario
 
     @property
     def holds(self) -> bool:
         return self.verified and all(p["held"] == p["rows"] for p in self.per_property)
+
+    @property
+    def status(self) -> str:
+        return result_status(self.per_property, self.verified)
 
 
 # ------------------------------------------------------------------------------- planning
@@ -84,20 +95,39 @@ def explorable(names: list[str] | None) -> tuple[list[str], list[str]]:
     return [p.name for p in can], [p.name for p in props if p not in can]
 
 
-def calibrate(prop_name: str, examples: int, step_count: int, seed: int, probes: int = 3) -> float:
-    """Estimated seconds per seed of ``prop_name`` with this budget, measured here on a few
-    seeds with a small budget (per example, times the budget)."""
+CALIBRATE_SECONDS = 6.0  # at most this long measuring one property (a slower probe is cut)
+
+
+def calibrate(prop_name: str, examples: int, step_count: int, seed: int, probes: int = 3,
+              inject: str | None = None, limit: float = CALIBRATE_SECONDS) -> float:
+    """Estimated seconds per seed of ``prop_name`` with this budget, measured here on a few seeds
+    with a small budget, the bug-zoo variant ``inject`` applied as on the executors (a seed that
+    finds the bug shrinks it, which can cost far more than the budget's examples). The estimate is
+    the larger of the time per example times the budget and the time per probe; probing stops
+    after ``limit`` seconds (a probe cut there counts as at least ``limit``)."""
     from streamproof.properties import registry
     from streamproof.properties.explore import explore
+    from streamproof.spark_harness.seedrun import SeedTimeout, deadline, injected
 
     prop = registry.get(prop_name)
-    explore(prop, 1, seed=seed, step_count=step_count)  # warm up (imports, caches)
     budget = max(1, min(examples, 3))
-    ran, started = 0, time.perf_counter()
-    for s in range(seed, seed + probes):
-        ran += max(1, explore(prop, budget, seed=s, step_count=step_count).examples)
-    per_example = (time.perf_counter() - started) / ran
-    return max(1e-4, per_example * examples)
+    ran = done = 0
+    started = time.perf_counter()
+    try:
+        with injected(inject), deadline(limit):
+            explore(prop, 1, seed=seed, step_count=step_count, shrink=False)  # warm up (imports, caches)
+            started = time.perf_counter()
+            for s in range(seed, seed + probes):
+                ran += max(1, explore(prop, budget, seed=s, step_count=step_count).examples)
+                done += 1
+                if time.perf_counter() - started > limit / 2:
+                    break
+    except SeedTimeout:
+        pass
+    elapsed = time.perf_counter() - started
+    if done == 0:  # the first probe alone ran out of the limit
+        return max(limit, elapsed)
+    return max(1e-4, elapsed / ran * examples, elapsed / done)
 
 
 def chunk_size(seconds_per_seed: float, seeds: int, cores: int, chunk_seconds: float = CHUNK_SECONDS) -> int:
@@ -109,15 +139,23 @@ def chunk_size(seconds_per_seed: float, seeds: int, cores: int, chunk_seconds: f
 
 def plan(name: str, properties: list[str], seed_start: int, seed_end: int, examples: int, step_count: int,
          timeout: float, inject: str | None, version: str, cores: int,
-         chunk_seeds: int | None = None, costs: dict[str, float] | None = None) -> CampaignSpec:
+         chunk_seeds: int | None = None, costs: dict[str, float] | None = None,
+         note: Callable[[str], None] | None = None) -> CampaignSpec:
+    """The campaign with its chunking: the cost per seed of each property is measured here (the
+    injected variant applied) unless ``chunk_seeds`` fixes the chunks; ``note`` hears about each
+    measurement (progress while planning)."""
     spec = CampaignSpec(name=name, properties=list(properties), seed_start=seed_start, seed_end=seed_end,
                         examples=examples, step_count=step_count, timeout=timeout, inject=inject,
                         version=version)
-    for prop in properties:
+    for index, prop in enumerate(properties, 1):
         if chunk_seeds:
             spec.chunk_seeds[prop] = chunk_seeds
         else:
-            cost = (costs or {}).get(prop) or calibrate(prop, examples, step_count, seed_start)
+            if note is not None:
+                note(f"measuring the cost of a seed: {prop} ({index}/{len(properties)})")
+            cost = (costs or {}).get(prop) or calibrate(prop, examples, step_count, seed_start, inject=inject)
+            cost = min(cost, timeout)  # no seed runs longer than the per-seed limit
+            spec.seed_seconds[prop] = cost
             spec.chunk_seeds[prop] = chunk_size(cost, spec.seeds, cores)
     return spec
 
@@ -133,12 +171,57 @@ def plan_exhaustive(name: str, properties: list[str], family: str, depth: int, b
     for prop in properties:
         spec.chunk_seeds[prop] = 1
         cost = exhaustive.calibrate(spec.executor_config(prop))
+        spec.seed_seconds[prop] = cost
         spec.chunk_seeds[prop] = chunk_seeds or chunk_size(cost, spec.seeds, cores)
     return spec
 
 
 def waves_of(todo: list[tuple[str, int]], wave_chunks: int) -> list[list[tuple[str, int]]]:
     return [todo[i:i + wave_chunks] for i in range(0, len(todo), wave_chunks)]
+
+
+def chunk_cost(spec: CampaignSpec, prop: str, chunk: int) -> float:
+    """Estimated seconds of work of a chunk: its seeds times the measured cost per seed (a chunk
+    of an unmeasured property, chunked by --chunk-seeds, counts as CHUNK_SECONDS)."""
+    lo, hi = spec.chunk_range(prop, chunk)
+    per_seed = spec.seed_seconds.get(prop)
+    return CHUNK_SECONDS if per_seed is None else (hi - lo) * per_seed
+
+
+class WavePlanner:
+    """Cuts the next wave off the chunks to do: about ``cores * wave_seconds`` of estimated work,
+    at least one chunk per core. The estimate is corrected by what the committed waves took (the
+    estimated work committed per wall second against ``cores``), so a campaign whose seeds are
+    slower than measured (an injected bug that shrinks, a loaded machine) gets smaller waves
+    instead of waves far longer than ``--wave-seconds``."""
+
+    def __init__(self, spec: CampaignSpec, todo: list[tuple[str, int]], cores: int, wave_seconds: float):
+        self.spec, self.todo, self.cores, self.wave_seconds = spec, list(todo), max(1, cores), wave_seconds
+        self.factor = 1.0          # measured wall time / estimated work, per core
+        self.started = time.perf_counter()
+        self.committed_work = 0.0
+
+    def next_wave(self) -> list[tuple[str, int]]:
+        budget = self.cores * self.wave_seconds / self.factor
+        wave, work = [], 0.0
+        while self.todo and (len(wave) < self.cores or work + chunk_cost(self.spec, *self.todo[0]) <= budget):
+            pc = self.todo.pop(0)
+            wave.append(pc)
+            work += chunk_cost(self.spec, *pc)
+        return wave
+
+    def committed(self, wave: list[tuple[str, int]]) -> None:
+        self.committed_work += sum(chunk_cost(self.spec, *pc) for pc in wave)
+        elapsed = time.perf_counter() - self.started
+        if self.committed_work > 0 and elapsed > 0:
+            # estimated work done per wall second on all cores; 1.0 when the estimate is right
+            self.factor = max(0.05, min(1000.0, self.cores * elapsed / self.committed_work))
+
+    def estimate_waves(self) -> int:
+        """How many waves the rest would take at the current estimate (for the display)."""
+        budget = self.cores * self.wave_seconds / self.factor
+        work = sum(chunk_cost(self.spec, *pc) for pc in self.todo)
+        return math.ceil(work / budget) if self.todo else 0
 
 
 def segments(spec: CampaignSpec, wave: list[tuple[str, int]]) -> list[tuple[str, int, int, int]]:
@@ -219,6 +302,32 @@ def reset(spark, out: str, name: str) -> None:
      .partitionBy("property", "chunk").parquet(f"{out.rstrip('/')}/campaign={name}"))
 
 
+PREVIOUS = "_previous"
+
+
+def set_aside(out: str, name: str) -> str | None:
+    """Moves the results and records of campaign ``name`` to ``OUT/_previous/NAME/`` (replacing
+    what an earlier rerun put there), so that a run without ``--resume`` starts the campaign again
+    from nothing; returns that directory, or None when ``out`` is not a local path (then the rows
+    are deleted and the older run records are told apart by the campaign's ``created`` time)."""
+    import shutil
+    from pathlib import Path
+
+    from streamproof.spark_harness.spec import is_local_path, local_path
+
+    if not is_local_path(out):
+        return None
+    root = Path(local_path(out))
+    target = root / PREVIOUS / name
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for source in (root / f"campaign={name}", root / "_campaigns" / name):
+        if source.exists():
+            shutil.move(str(source), str(target / source.name))
+    return str(target)
+
+
 def complete_chunks(spark, out: str, spec: CampaignSpec) -> set[tuple[str, int]]:
     """Chunks whose rows are all there: exactly the chunk's seeds, each once."""
     F = _functions()
@@ -258,8 +367,9 @@ def write_wave(spark, spec: CampaignSpec, out: str, wave: list[tuple[str, int]])
 
 
 def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dict], bool, list[str]]:
-    """Per-property counts, failures deduplicated by signature, and the exactly-once check, all
-    from the read-back."""
+    """Per-property counts, non-held rows deduplicated by signature (failures, timeouts and errors
+    alike: :func:`split_by_verdict` tells them apart), and the exactly-once check, all from the
+    read-back."""
     F = _functions()
     df = read_results(spark, out, spec.name)
     verdict = F.col("verdict")
@@ -325,35 +435,55 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     None when ``max_waves`` stopped it early (a test hook for interrupted campaigns).
 
     Up to ``pipeline`` waves are in flight at once (each a job submitted from its own thread), so
-    the cluster never idles between waves; each wave still commits on its own."""
+    the cluster never idles between waves; each wave still commits on its own. Waves are cut as
+    they are submitted (:class:`WavePlanner`: ~``wave_seconds`` of measured work). The run is
+    recorded (``_campaigns/NAME/runs/RUN``) when it starts (status ``running``: a killed driver
+    leaves it so), when it is interrupted (``interrupted``) and when it ends (``completed``, or
+    ``incomplete`` when the read-back misses seeds)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from streamproof.spark_harness import progress as progress_mod
 
     if resume and stored is not None:
         done = complete_chunks(spark, out, spec)
-    else:
+    else:  # a fresh start: the earlier results of this name are moved aside (local) or deleted
         if stored is not None:
-            reset(spark, out, spec.name)
+            run.previous = set_aside(out, spec.name)
+            if run.previous is None:
+                reset(spark, out, spec.name)
+        spec.created = run.started
         done = set()
     save_spec(spark, out, spec)
     todo = interleave(spec, [(p, c) for p in spec.properties for c in range(spec.chunks(p))
                              if (p, c) not in done])
-    run.chunks_resumed = len(done)
-    run.cores = cores
-    wave_chunks = max(4 * cores, math.ceil(cores * wave_seconds / CHUNK_SECONDS))
-    waves = waves_of(todo, wave_chunks)
-    if max_waves is not None:
-        waves = waves[:max_waves]
     seeds_of = lambda wave: sum(hi - lo for p, c in wave for lo, hi in [spec.chunk_range(p, c)])  # noqa: E731
-    handle = None
+    run.chunks_resumed = len(done)
+    run.seeds_kept = seeds_of(done)
+    run.seeds_total = spec.seeds * len(spec.properties)
+    run.cores = cores
+    run.status = "running"
+    save_run(spark, out, spec, run)
+    planner = WavePlanner(spec, todo, cores, wave_seconds)
+    handle = heartbeat = None
     if bar is not None:
-        bar.begin(sum(seeds_of([pc]) for pc in done), len(waves))
+        bar.begin(run.seeds_kept, planner.estimate_waves())
         handle = progress_mod.attach(spark, progress_mod.TaskProgress(bar.tasks))
+        heartbeat = progress_mod.Heartbeat(bar)
     started = time.perf_counter()
     executor_pool = ThreadPoolExecutor(max_workers=max(1, pipeline), thread_name_prefix="streamproof-wave")
     in_flight: dict = {}
-    queue = list(enumerate(waves, 1))
+    submitted = 0
+
+    def submit_next() -> bool:
+        nonlocal submitted
+        if max_waves is not None and submitted >= max_waves:
+            return False
+        wave = planner.next_wave()
+        if not wave:
+            return False
+        submitted += 1
+        submit(submitted, wave, 1)
+        return True
 
     def submit(number: int, wave: list, attempt: int) -> None:
         future = executor_pool.submit(write_wave, spark, spec, out, wave)
@@ -362,8 +492,8 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
             bar.started(seeds_of(wave))
 
     try:
-        while queue and len(in_flight) < max(1, pipeline):
-            submit(*queue.pop(0), 1)
+        while len(in_flight) < max(1, pipeline) and submit_next():
+            pass
         while in_flight:
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
             for future in finished:
@@ -379,32 +509,47 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
                 run.waves += 1
                 run.chunks_run += len(wave)
                 run.seeds_run += seeds_of(wave)
+                planner.committed(wave)
+                if bar is not None:
+                    bar.waves = run.waves + len(in_flight) + planner.estimate_waves()
                 if on_wave is not None:
-                    on_wave(number, len(waves))
-                if queue:
-                    submit(*queue.pop(0), 1)
-    except BaseException:
+                    on_wave(number, run.waves + len(in_flight) + planner.estimate_waves())
+                submit_next()
+    except BaseException as e:
         cancel_all(spark)
         executor_pool.shutdown(wait=False, cancel_futures=True)
+        run.seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        run.seeds_dropped = sum(seeds_of(w) for _, w, _ in in_flight.values())
+        run.status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+        try:
+            save_run(spark, out, spec, run)  # best effort: the record says how the run ended
+        except BaseException:  # noqa: BLE001 - a second Ctrl-C, or the session is gone
+            pass
         raise
     finally:
         run.seconds += time.perf_counter() - started
+        if heartbeat is not None:
+            heartbeat.close()
         if handle is not None:
             handle.close()
         if bar is not None:
             bar.close()
     executor_pool.shutdown(wait=True)
-    if max_waves is not None and run.chunks_run < len(todo):
+    if max_waves is not None and planner.todo:
         return None
     started = time.perf_counter()
     per_property, failures, verified, problems = summarize(spark, out, spec)
     run.completed = verified
+    run.status = "completed" if verified else "incomplete"
     if spec.mode == "exhaustive":
         from streamproof.spark_harness import exhaustive
         run.coverage = exhaustive.coverage(read_results(spark, out, spec.name), spec)
     run.seconds += time.perf_counter() - started
     save_run(spark, out, spec, run)
-    return CampaignResult(spec, out, run, per_property, failures, verified, problems, exhaustive=run.coverage)
+    failed, timeouts, errors = split_by_verdict(failures)
+    return CampaignResult(spec, out, run, per_property, failed, verified, problems, exhaustive=run.coverage,
+                          timeouts=timeouts, errors=errors)
 
 
 def new_run(master: str, api: str) -> RunRecord:

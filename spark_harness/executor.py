@@ -55,6 +55,10 @@ def run_seed(config: dict, seed: int) -> dict[str, Any]:
                 description=one_line(f"Minimal counterexample of campaign {config['campaign']!r}, seed "
                                       f"{seed} ({config['examples']} examples): {e.message}", 1000))
             row["scenario"] = dump_scenario(scenario)
+        elif e.verdict == "failed":  # a failure row always carries its scenario: without one it is an error
+            row.update(verdict="error", invariant="no-scenario",
+                       message=one_line(f"the property failed ({e.invariant}: {e.message}) but recorded no "
+                                        f"scenario to replay"))
     except SeedTimeout:
         row.update(verdict="timeout", invariant="timeout",
                    message=f"seed {seed} exceeded the per-seed timeout of {config.get('timeout')} s")

@@ -194,6 +194,102 @@ def _valve_prepare(events: int, scenario):
     return scenario, cut - 1
 
 
+# ------------------------------------------------------------------------------- bounds
+
+def _list_of(kind: str, check: Callable[[Any], bool], example: str, allowed: tuple | None = None):
+    what = f"a non-empty JSON list of distinct {kind}" + (f" among {', '.join(map(str, allowed))}" if allowed else "")
+
+    def validate(value: Any) -> str | None:
+        ok = (isinstance(value, list) and value and all(check(v) for v in value)
+              and len({json.dumps(v) for v in value}) == len(value)
+              and (allowed is None or all(v in allowed for v in value)))
+        return None if ok else f"{what}, e.g. {example}"
+    return validate
+
+
+def _int_in(low: int, high: int, example: str):
+    def validate(value: Any) -> str | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else f"an integer from {low} to {high}, e.g. {example}"
+    return validate
+
+
+def _one_of(options: tuple, example: str):
+    def validate(value: Any) -> str | None:
+        return None if value in options else f"one of {', '.join(json.dumps(o) for o in options)}, e.g. {example}"
+    return validate
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_key(v: Any) -> bool:
+    return isinstance(v, str) or (_is_int(v) and -2 ** 63 <= v < 2 ** 63)
+
+
+def _valve_protocols() -> tuple:
+    from streamproof.impl.coordinator import PROTOCOLS
+    return tuple(PROTOCOLS)
+
+
+# family -> bound -> validator (value -> None, or what is expected). Checked by the CLI before
+# Spark starts, so that a bad bound is one line, not a failed job.
+BOUNDS: dict[str, dict[str, Callable[[Any], str | None]]] = {
+    "timers": {
+        "keys": _list_of("keys (strings or integers)", _is_key, """keys='["a","b","c"]'"""),
+        "timestamps": _list_of("integers", lambda v: _is_int(v) and 0 <= v < 2 ** 62, "timestamps='[1,2,3]'"),
+        "domains": _list_of("domains", lambda v: isinstance(v, str), """domains='["event"]'""",
+                            ("event", "processing")),
+        "max_parallelism": _int_in(1, 128, "max_parallelism=2"),
+    },
+    "mailbox": {
+        "priorities": _list_of("integers", lambda v: _is_int(v) and 0 <= v < 2 ** 31, "priorities='[0,1]'"),
+        "options": _list_of("mail options", lambda v: isinstance(v, str), """options='["default","urgent"]'""",
+                            ("default", "deferrable", "urgent")),
+    },
+    "valve": {
+        "subtasks": _int_in(1, 8, "subtasks=3"),
+        "events": _int_in(1, 16, "events=1"),
+        "checkpoints": _list_of("positive integers", lambda v: _is_int(v) and 0 < v < 2 ** 62, "checkpoints='[1,2]'"),
+        "protocol": lambda v: _one_of(_valve_protocols(), """protocol='"legacy"'""")(v),
+        "failover": lambda v: None if isinstance(v, bool) else "true or false, e.g. failover=false",
+    },
+}
+
+
+def parse_bounds(family: str, pairs: list[str] | tuple[str, ...]) -> dict:
+    """``KEY=JSON`` texts of ``--bound`` -> the bound, validated against the family's scope; a
+    ValueError with one line naming the bound and what it expects otherwise."""
+    known = BOUNDS.get(family, {})
+    bound: dict = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"bad --bound {pair!r}: expected KEY=JSON, e.g. --bound keys='[\"a\",\"b\"]'")
+        if key not in known:
+            others = sorted(f for f, bounds in BOUNDS.items() if key in bounds and f != family)
+            where = f" (a bound of {', '.join(others)})" if others else ""
+            raise ValueError(f"unknown bound {key!r} for family {family}{where}; its bounds: "
+                             f"{', '.join(known) or 'none'}")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text  # a bare word: a string (protocol=legacy)
+        problem = known[key](value)
+        if problem is not None:
+            raise ValueError(f"bad --bound {key}={text!r}: expected {problem}")
+        if key in bound:
+            raise ValueError(f"--bound {key} given twice")
+        bound[key] = value
+    if family == "mailbox":
+        options = len(bound.get("options", ["default", "deferrable", "urgent"]))
+        if options * len(bound.get("priorities", [0, 1])) > 26:
+            raise ValueError("bad --bound: options x priorities must be at most 26 (one letter per mail)")
+    return bound
+
+
 SCOPES: dict[str, Callable[[dict, int], SmallScope]] = {
     "timers": _timers_scope,
     "mailbox": _mailbox_scope,

@@ -109,49 +109,85 @@ def attach(spark, progress: TaskProgress, interval: float = 0.5):
 
 
 class Bar:
-    """A one-line progress display on a terminal (``\\r``), or a line per committed wave
-    elsewhere. Seeds done = seeds committed + the finished fraction of the tasks in flight."""
+    """A one-line progress display on a terminal (``\\r``), or lines elsewhere: one per committed
+    wave and, while waves run, a heartbeat at least every ``heartbeat`` seconds (seeds done,
+    running, elapsed), fed by :class:`Heartbeat`. Seeds done = seeds committed + the finished
+    fraction of the tasks in flight (an estimate until their wave commits)."""
 
-    def __init__(self, stream, total_seeds: int, tty: bool, label: str = "campaign"):
+    def __init__(self, stream, total_seeds: int, tty: bool, label: str = "campaign", heartbeat: float = 5.0):
         self.stream = stream
         self.total = max(1, total_seeds)
         self.tty = tty
         self.label = label
+        self.heartbeat = heartbeat
         self.started_at = time.perf_counter()
         self.committed = 0
+        self.kept = 0
         self.in_flight = 0
         self.waves = 0
         self.waves_done = 0
+        self.task_counts = (0, 0)
         self._last = ""
+        self._last_line_at = time.perf_counter()
+        self._lock = threading.RLock()
 
     def begin(self, committed: int, waves: int) -> None:
-        self.committed, self.waves = committed, waves
-        self._draw(self.committed)
+        with self._lock:
+            self.committed, self.kept, self.waves = committed, committed, waves
+            self.started_at = self._last_line_at = time.perf_counter()
+            self._draw(self.committed)
 
     def started(self, seeds: int) -> None:
-        self.in_flight += seeds
+        with self._lock:
+            self.in_flight += seeds
+
+    def done_estimate(self) -> int:
+        completed, total = self.task_counts
+        return self.committed + (int(self.in_flight * min(1.0, completed / total)) if total else 0)
 
     def tasks(self, completed: int, total: int) -> None:
-        if self.tty and total:
-            self._draw(self.committed + int(self.in_flight * min(1.0, completed / total)))
+        with self._lock:
+            self.task_counts = (completed, total)
+            if self.tty and total:
+                self._draw(self.done_estimate())
+
+    def tick(self) -> None:
+        """Called about every second while waves run: redraws the bar (the clock moves), or
+        prints a heartbeat line when nothing was printed for ``heartbeat`` seconds."""
+        with self._lock:
+            if self.tty:
+                self._draw(self.done_estimate())
+            elif time.perf_counter() - self._last_line_at >= self.heartbeat:
+                done = self.done_estimate()
+                completed, total = self.task_counts
+                tasks = f" ({completed}/{total} tasks of the running waves done)" if total else ""
+                self._line(f"{done}/{self.total} seeds done, {max(0, self.in_flight - (done - self.committed))} "
+                           f"in flight{tasks}, {self.waves_done} waves committed, {self._elapsed()} s")
 
     def ended(self, seeds: int, ok: bool, number: int) -> None:
-        self.in_flight -= seeds
-        if not ok:
-            if not self.tty:
-                self._line(f"wave {number} failed; running it again")
-            return
-        self.committed += seeds
-        self.waves_done += 1
-        if self.tty:
-            self._draw(self.committed)
-        else:
-            self._line(f"{self.waves_done}/{self.waves} waves committed, {self.committed}/{self.total} seeds "
-                       f"({100 * self.committed / self.total:.0f}%), {time.perf_counter() - self.started_at:.0f} s")
+        with self._lock:
+            self.in_flight -= seeds
+            self.task_counts = (0, 0) if not self.in_flight else self.task_counts
+            if not ok:
+                if not self.tty:
+                    self._line(f"wave {number} failed; running it again")
+                return
+            self.committed += seeds
+            self.waves_done += 1
+            if self.tty:
+                self._draw(self.committed)
+            else:
+                self._line(f"{self.waves_done}/{max(self.waves, self.waves_done)} waves committed, "
+                           f"{self.committed}/{self.total} seeds ({100 * self.committed / self.total:.0f}%), "
+                           f"{self._elapsed()} s")
+
+    def _elapsed(self) -> str:
+        return f"{time.perf_counter() - self.started_at:.0f}"
 
     def _line(self, text: str) -> None:
         self.stream.write(f"{self.label}: {text}\n")
         self.stream.flush()
+        self._last_line_at = time.perf_counter()
 
     def _draw(self, seeds: int) -> None:
         if not self.tty:
@@ -159,14 +195,38 @@ class Bar:
         width = 30
         filled = int(width * min(1.0, seeds / self.total))
         line = (f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {seeds}/{self.total} seeds  "
-                f"waves {self.waves_done}/{self.waves}  {time.perf_counter() - self.started_at:.0f} s")
+                f"{self.in_flight} in flight  waves {self.waves_done}/{max(self.waves, self.waves_done)}  "
+                f"{self._elapsed()} s")
         if line != self._last:
             self.stream.write(line)
             self.stream.flush()
             self._last = line
 
     def close(self) -> None:
-        if self.tty and self._last:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._last = ""
+        with self._lock:
+            if self.tty and self._last:
+                self.stream.write("\n")
+                self.stream.flush()
+                self._last = ""
+
+
+class Heartbeat:
+    """A daemon thread calling ``bar.tick()`` every ``interval`` seconds until ``close()``."""
+
+    def __init__(self, bar: Bar, interval: float = 1.0):
+        self.bar = bar
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="streamproof-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            try:
+                self.bar.tick()
+            except Exception:  # noqa: BLE001 - a display problem must not stop a campaign
+                pass
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)

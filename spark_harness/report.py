@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from streamproof.spark_harness import spec as specs
+from streamproof.spark_harness.spec import is_local_path, local_path, result_status, split_by_verdict  # noqa: F401
 
 REPORT_DIR = "_report"
 
@@ -79,7 +80,20 @@ def read_meta(results: str | os.PathLike, campaign: str) -> tuple[dict | None, l
         for run_dir in sorted((base / "runs").iterdir()):
             runs += [json.loads(line) for line in _texts(run_dir)]
     runs.sort(key=lambda r: r.get("started", 0))
+    if spec is not None and spec.get("created"):  # records of an earlier campaign of this name are not its runs
+        runs = [r for r in runs if r.get("started", 0) >= spec["created"]]
     return spec, runs
+
+
+def _ended(run: dict) -> str:
+    return run.get("status") or ("completed" if run.get("completed") else "not finished")
+
+
+def run_status(run: dict) -> str:
+    """How a run ended, for the report: old records have no status (completed or not)."""
+    status = _ended(run)
+    return {"running": "did not finish (killed, or still running)", "interrupted": "interrupted (Ctrl-C)",
+            "failed": "stopped by an error", "incomplete": "ended with seeds missing"}.get(status, status)
 
 
 # ---------------------------------------------------------------------------------- analysis
@@ -97,6 +111,13 @@ class CampaignReport:
     seed_seconds: float
     plots: dict[str, str] = field(default_factory=dict)
     coverage: dict | None = None
+    timeouts: list[dict] = field(default_factory=list)   # per signature; never failures
+    errors: list[dict] = field(default_factory=list)     # per signature; no scenario
+
+    @property
+    def status(self) -> str:
+        """``held``, ``failed`` (a seed failed or errored), ``timeout`` or ``incomplete``."""
+        return result_status(self.per_property, self.exactly_once)
 
 
 def analyse(name: str, df, spec: dict | None, runs: list[dict]) -> CampaignReport:
@@ -129,9 +150,20 @@ def analyse(name: str, df, spec: dict | None, runs: list[dict]) -> CampaignRepor
                          "invariant": first["invariant"], "message": first["message"],
                          "scenario": first["scenario"], "reproduce": first["reproduce"]})
     failures.sort(key=lambda f: (f["property"], f["seed"]))
+    failures, timeouts, errors = split_by_verdict(failures)
     coverage = next((r.get("coverage") for r in reversed(runs) if r.get("coverage")), None)
     return CampaignReport(name, spec, runs, per_property, failures, not problems, problems, len(df),
-                          float(df["duration"].sum()), coverage=coverage)
+                          float(df["duration"].sum()), coverage=coverage, timeouts=timeouts, errors=errors)
+
+
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    """Writes ``path`` whole or not at all (a temporary file renamed over it)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def write_failures(failures: list[dict], directory: Path) -> None:
@@ -144,37 +176,58 @@ def write_failures(failures: list[dict], directory: Path) -> None:
         path = directory / f"{f['property']}-{f['seed']}.json"
         from streamproof.properties.scenario import dump_scenario, load_scenario
 
-        path.write_text(dump_scenario(load_scenario(f["scenario"]), indent=2), encoding="utf-8")
+        _atomic_write(path, dump_scenario(load_scenario(f["scenario"]), indent=2))
         f["file"] = str(path)
 
 
 # ------------------------------------------------------------------------------------- plots
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _save(fig, path: Path) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    _atomic_write(path, buffer.getvalue())
+
 
 def _plots(report: CampaignReport, df, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in report.name)
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    durations = df["duration"].to_numpy()
-    low, high = max(float(durations.min()), 1e-4), max(float(durations.max()), 2e-4)
-    log = high / low > 50  # a long tail (shrinking, timeouts): log-spaced bins
-    bins = np.geomspace(low, high, 41) if log else np.linspace(0, high, 41)
-    for prop, group in sorted(df.groupby("property"), key=lambda kv: kv[0]):
-        ax.hist(group["duration"], bins=bins, histtype="step", linewidth=1.4, label=prop)
-    if log:
+    safe = _safe(report.name)
+    # Time per seed: one box per property, sorted by median (any number of properties, no legend,
+    # no colour to tell apart); timed-out seeds are crosses at their time.
+    groups = sorted(df.groupby("property"), key=lambda kv: (float(kv[1]["duration"].median()), kv[0]))
+    names = [prop for prop, _ in groups]
+    data = [np.maximum(group["duration"].to_numpy(dtype=float), 1e-4) for _, group in groups]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.32 * len(names)))
+    box = {"whis": (0, 100), "widths": 0.6, "medianprops": {"color": "black"}}
+    try:
+        ax.boxplot(data, orientation="horizontal", **box)  # matplotlib >= 3.10
+    except TypeError:
+        ax.boxplot(data, vert=False, **box)
+    for y, (_, group) in enumerate(groups, 1):
+        slow = group[group["verdict"] == "timeout"]["duration"].to_numpy(dtype=float)
+        if len(slow):
+            ax.plot(slow, [y] * len(slow), "x", color="red", label="timeout" if y == 1 else None)
+    ax.set_yticks(range(1, len(names) + 1), names, fontsize="small")
+    low = min(float(d.min()) for d in data)
+    high = max(float(d.max()) for d in data)
+    if high / max(low, 1e-4) > 50:
         ax.set_xscale("log")
-    ax.set_xlabel("seconds per seed (on the executor)")
-    ax.set_ylabel("seeds")
-    ax.set_title(f"time per seed: {report.name}")
-    ax.legend(fontsize="small")
+    ax.set_xlabel("seconds per seed on the executor (box: quartiles, whiskers: min and max, x: timeout)")
+    ax.set_title(f"time per seed: {report.name} (sorted by median)")
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = out / f"seed-time-{safe}.png"
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     report.plots["seed_time"] = path.name
 
@@ -188,12 +241,20 @@ def _plots(report: CampaignReport, df, out: Path) -> None:
         ax.set_title(f"throughput: {report.name}")
         fig.tight_layout()
         path = out / f"throughput-{safe}.png"
-        fig.savefig(path, dpi=100)
+        _save(fig, path)
         plt.close(fig)
         report.plots["throughput"] = path.name
 
 
 # ------------------------------------------------------------------------------- rendering
+
+@dataclass(frozen=True)
+class Link:
+    """A table cell that links (a relative path in both renderings)."""
+
+    text: str
+    href: str
+
 
 class Doc:
     """Blocks rendered both as Markdown and as HTML."""
@@ -201,14 +262,15 @@ class Doc:
     def __init__(self) -> None:
         self.blocks: list[tuple] = []
 
-    def h(self, level: int, text: str) -> None:
-        self.blocks.append(("h", level, text))
+    def h(self, level: int, text: str, anchor: str | None = None) -> None:
+        self.blocks.append(("h", level, text, anchor))
 
     def p(self, text: str) -> None:
         self.blocks.append(("p", text))
 
     def table(self, header: list[str], rows: list[list[Any]]) -> None:
-        self.blocks.append(("table", header, [[("" if c is None else str(c)) for c in r] for r in rows]))
+        cell = lambda c: c if isinstance(c, Link) else ("" if c is None else str(c))  # noqa: E731
+        self.blocks.append(("table", header, [[cell(c) for c in r] for r in rows]))
 
     def img(self, src: str, alt: str) -> None:
         self.blocks.append(("img", src, alt))
@@ -218,16 +280,17 @@ class Doc:
 
     def markdown(self) -> str:
         out = []
+        esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+        md_cell = lambda c: f"[{esc(c.text)}]({c.href})" if isinstance(c, Link) else esc(c)  # noqa: E731
         for b in self.blocks:
             if b[0] == "h":
                 out.append("#" * b[1] + " " + b[2])
             elif b[0] == "p":
                 out.append(b[1])
             elif b[0] == "table":
-                esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
                 out.append("\n".join(["| " + " | ".join(esc(c) for c in b[1]) + " |",
                                       "|" + "---|" * len(b[1])]
-                                     + ["| " + " | ".join(esc(c) for c in r) + " |" for r in b[2]]))
+                                     + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in b[2]]))
             elif b[0] == "img":
                 out.append(f"![{b[2]}]({b[1]})")
             elif b[0] == "code":
@@ -236,40 +299,61 @@ class Doc:
 
     def html(self, title: str) -> str:
         e = html.escape
+        cell = lambda c: (f"<a href='{e(c.href)}'>{e(c.text)}</a>" if isinstance(c, Link) else e(c))  # noqa: E731
         out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
                "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
                "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-               "text-align:left;font-size:90%}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}</style>",
+               "text-align:left;font-size:90%;vertical-align:top}pre{background:#f4f4f4;padding:.5em;"
+               "overflow-x:auto;white-space:pre-wrap}</style>",
                "</head><body>"]
         for b in self.blocks:
             if b[0] == "h":
-                out.append(f"<h{b[1]}>{e(b[2])}</h{b[1]}>")
+                anchor = f" id='{e(b[3])}'" if b[3] else ""
+                out.append(f"<h{b[1]}{anchor}>{e(b[2])}</h{b[1]}>")
             elif b[0] == "p":
                 out.append(f"<p>{e(b[1])}</p>")
             elif b[0] == "table":
                 out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in b[1]) + "</tr>"
-                           + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in b[2])
+                           + "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in b[2])
                            + "</table>")
             elif b[0] == "img":
-                out.append(f"<p><img src='{e(b[1])}' alt='{e(b[2])}'></p>")
+                out.append(f"<p><img src='{e(b[1])}' alt='{e(b[2])}' style='max-width:100%'></p>")
             elif b[0] == "code":
                 out.append(f"<pre>{e(b[1])}</pre>")
         out.append("</body></html>")
         return "\n".join(out) + "\n"
 
 
+def replay_line(path: str, inject: str | None) -> str:
+    return "streamproof replay " + shlex.quote(path) + (f" --inject {shlex.quote(inject)}" if inject else "")
+
+
+STATUS_TEXT = {
+    "held": "complete: every seed held",
+    "failed": "complete: seeds failed",
+    "timeout": "complete: no seed failed, some timed out (not checked to the end)",
+    "incomplete": "INCOMPLETE: seeds are missing",
+}
+
+
 def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
-    doc.h(2, f"Campaign {r.name}")
-    s = r.spec
+    doc.h(2, f"Campaign {r.name}", anchor=f"campaign-{_safe(r.name)}")
+    s = r.spec or {}
+    status = STATUS_TEXT[r.status] if r.exactly_once else STATUS_TEXT["incomplete"]
+    unfinished = [run for run in r.runs if _ended(run) != "completed"]
+    if r.runs and _ended(r.runs[-1]) != "completed":
+        status += f" (its last run, {r.runs[-1]['run_id']}, {run_status(r.runs[-1])}: resume it with --resume)"
+    doc.p(f"Status: {status}.")
+    inject = s.get("inject")
     if s:
         mode = "exhaustive small scope" if s.get("mode") == "exhaustive" else "seeds"
         budget = (f"depth {s['scope'].get('depth')}, {s['scope'].get('total')} scenarios per property"
                   if s.get("mode") == "exhaustive" else
-                  f"{s['examples']} examples x {s['step_count']} steps per seed, timeout {s['timeout']} s")
-        doc.table(["", ""], [
+                  f"{s['examples']} examples x {s['step_count']} steps per seed, timeout {s['timeout']:g} s")
+        doc.table(["setting", "value"], [
             ["properties", ", ".join(s["properties"])], ["mode", mode],
             ["seeds", f"{s['seed_start']}..{s['seed_end'] - 1} ({s['seed_end'] - s['seed_start']} per property)"],
-            ["budget", budget], ["injected bug variant", s.get("inject") or "none"],
+            ["budget", budget], ["injected bug variant", inject or "none"],
             ["seeds per chunk", ", ".join(f"{k}: {v}" for k, v in sorted(s.get("chunk_seeds", {}).items()))],
             ["streamproof", s.get("version", "")]])
     doc.h(3, "Results per property")
@@ -288,20 +372,38 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
                    for p, c in sorted(r.coverage.items())])
     doc.h(3, "Failures (deduplicated by signature)")
     if not r.failures:
-        doc.p("None: every seed held.")
+        doc.p("None: no seed failed." + (" (Timeouts and errors are listed below.)" if r.timeouts or r.errors else ""))
     else:
-        doc.p("One row per signature (property, verdict, invariant, message with numbers "
-              "normalized); the smallest seed represents it.")
-        doc.table(["property", "verdict", "signature", "seeds", "first seed", "what", "scenario file"],
-                  [[f["property"], f["verdict"], f["signature"], f["seeds"], f["seed"], f["signature_text"],
-                    os.path.relpath(f["file"], out) if f.get("file") else "-"] for f in r.failures])
+        doc.p("One row per signature (property, verdict, invariant, message with numbers normalized); the "
+              "smallest seed represents it. Each links to its scenario file; below, its message in full and "
+              "the commands that replay it.")
+        doc.table(["property", "signature", "seeds", "first seed", "invariant", "scenario file"],
+                  [[f["property"], f["signature"], f["seeds"], f["seed"], f["invariant"],
+                    Link(os.path.relpath(f["file"], out), os.path.relpath(f["file"], out)) if f.get("file") else "-"]
+                   for f in r.failures])
         for f in r.failures:
-            lines = [f"# {f['property']} seed {f['seed']}: {f['message']}"]
+            lines = [f"# {f['property']} seed {f['seed']} ({f['seeds']} seeds share signature {f['signature']})",
+                     f"# {f['message']}"]
             if f.get("file"):
-                lines.append(f"streamproof replay {shlex.quote(f['file'])}")
-                lines.append(f"streamproof explain {shlex.quote(f['file'])} --html timeline.html  # the run as a timeline")
-            lines.append(f["reproduce"] or "")
+                lines.append(replay_line(f["file"], inject))
+                lines.append(f"streamproof explain {shlex.quote(f['file'])}"
+                             + (f" --inject {shlex.quote(inject)}" if inject else "")
+                             + " --html timeline.html  # the run as a timeline")
+            lines.append(f"{f['reproduce'] or ''}  # reruns the seed")
             doc.code("\n".join(lines))
+    for title, rows, note in (
+            ("Timeouts (not failures)", r.timeouts,
+             "Seeds that ran out of the per-seed time limit before their budget was done: not checked to "
+             "the end, not failures (no invariant broke). Rerun them with a larger --timeout."),
+            ("Errors", r.errors, "Seeds whose run raised (the harness, or a crash outside the property's "
+                                 "checks); no scenario.")):
+        if rows:
+            doc.h(3, title)
+            doc.p(note)
+            doc.table(["property", "signature", "seeds", "first seed"],
+                      [[f["property"], f["signature"], f["seeds"], f["seed"]] for f in rows])
+            doc.code("\n".join(f"# {f['property']} seed {f['seed']}: {f['message']}\n{f['reproduce'] or ''}"
+                               for f in rows))
     doc.h(3, "Time per seed")
     if "seed_time" in r.plots:
         doc.img(r.plots["seed_time"], f"time per seed, {r.name}")
@@ -311,10 +413,13 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
         rate = run["seeds_run"] / run["seconds"] if run.get("seconds") else 0.0
         rows.append([run["run_id"], run["master"], run["api"], run.get("cores", ""), f"{run['startup_seconds']:.1f}",
                      f"{run['seconds']:.1f}", run["seeds_run"], run.get("chunks_resumed", 0), f"{rate:.1f}",
-                     "yes" if run.get("completed") else "no"])
+                     run_status(run)])
     if rows:
         doc.table(["run", "master", "api", "cores", "startup s", "campaign s", "seeds run", "chunks kept (resume)",
-                   "seeds/s", "completed"], rows)
+                   "seeds/s", "ended"], rows)
+    if unfinished:
+        doc.p(f"{len(unfinished)} of {len(r.runs)} runs did not complete; their committed chunks are kept and "
+              "counted above, what was in flight ran again in a later run.")
     doc.p(f"{r.rows} seeds took {r.seed_seconds:.1f} s of executor time in all.")
     if "throughput" in r.plots:
         doc.img(r.plots["throughput"], f"seeds done over time, {r.name}")
@@ -322,7 +427,8 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
 
 def write_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
                  campaign: str | None = None) -> tuple[Path, list[CampaignReport]]:
-    """Writes the report; returns (path of report.md, the campaign reports)."""
+    """Writes the report; returns (path of report.md, the campaign reports). Every file is
+    written whole (a temporary file renamed into place), the Markdown and HTML last."""
     results = Path(results)
     out = Path(out) if out is not None else results / REPORT_DIR
     df = read_rows(results, campaign)
@@ -339,17 +445,31 @@ def write_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
         r = analyse(name, part, spec, runs)
         write_failures(r.failures, out / "failures" / name)
         _plots(r, part, out)
-        _render(doc, r, out)
         reports.append(r)
+    if len(reports) > 1:
+        doc.table(["campaign", "seeds", "status"],
+                  [[Link(r.name, f"#campaign-{_safe(r.name)}"), r.rows,
+                    STATUS_TEXT[r.status] if r.exactly_once else STATUS_TEXT["incomplete"]] for r in reports])
+    for r in reports:
+        _render(doc, r, out)
     md = out / "report.md"
-    md.write_text(doc.markdown(), encoding="utf-8")
-    (out / "report.html").write_text(doc.html("streamproof campaign report"), encoding="utf-8")
+    _atomic_write(out / "report.html", doc.html("streamproof campaign report"))
+    _atomic_write(md, doc.markdown())
     return md, reports
 
 
-def is_local_path(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
-def local_path(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+def mark_in_progress(results: str | os.PathLike, name: str, run_id: str) -> None:
+    """Replaces a report in ``results/_report`` by a note that campaign ``name`` is running, so that
+    a stale report never vouches for results a new run is changing (a killed run leaves the note;
+    ``streamproof report`` writes the report of what is there)."""
+    out = Path(results) / REPORT_DIR
+    if not out.is_dir():
+        return
+    text = (f"Campaign {name} is running (run {run_id}): the results in {results} are changing, and this "
+            f"report is written again when the run ends. If no run is going (it was killed), write the report "
+            f"of what is there with: streamproof report {shlex.quote(str(results))}")
+    doc = Doc()
+    doc.h(1, "streamproof campaign report: IN PROGRESS")
+    doc.p(text)
+    _atomic_write(out / "report.html", doc.html("streamproof campaign report (in progress)"))
+    _atomic_write(out / "report.md", doc.markdown())

@@ -74,6 +74,8 @@ class CampaignSpec:
     timeout: float = 300.0              # seconds per seed
     inject: str | None = None           # a bug-zoo variant applied on the executors
     chunk_seeds: dict[str, int] = field(default_factory=dict)   # property -> seeds per chunk
+    seed_seconds: dict[str, float] = field(default_factory=dict)  # property -> measured s per seed (waves)
+    created: float = 0.0                # when the campaign (re)started from scratch: older run records are not its
     mode: str = "seeds"                 # "seeds" or "exhaustive"
     scope: dict = field(default_factory=dict)   # exhaustive mode: family, depth, bound, total
     version: str = ""
@@ -179,3 +181,32 @@ def reproduce_command(prop: str, seed: int, examples: int, step_count: int, inje
 def plain(value: Any) -> Any:
     """JSON-able copy (for the campaign description)."""
     return json.loads(json.dumps(value))
+
+
+# ------------------------------------------------------------------------------ outcomes
+
+def result_status(per_property: list[dict], verified: bool) -> str:
+    """``held`` (every seed held), ``failed`` (a seed failed or errored), ``timeout`` (nothing
+    failed, but some seeds ran out of time: not checked to the end), ``incomplete`` (seeds missing)."""
+    if any(p.get("failed") or p.get("error") for p in per_property):
+        return "failed"
+    if not verified:
+        return "incomplete"
+    if any(p.get("timeout") for p in per_property):
+        return "timeout"
+    return "held"
+
+
+def split_by_verdict(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """Deduplicated non-held rows -> (failures: verdict ``failed``, each with its scenario;
+    timeouts; errors). A timed-out seed is never a failure."""
+    return ([r for r in rows if r["verdict"] == "failed"], [r for r in rows if r["verdict"] == "timeout"],
+            [r for r in rows if r["verdict"] not in ("failed", "timeout")])
+
+
+def is_local_path(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path

@@ -93,7 +93,7 @@ def listening(pids: list[int]) -> list[str]:
     return sorted(out)
 
 
-def streamproof(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 900,
+def streamproof(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 1800,
                 env: dict | None = None) -> subprocess.CompletedProcess:
     """Runs ``python -m streamproof ARGS`` with this interpreter."""
     return subprocess.run([sys.executable, "-m", "streamproof", *map(str, args)], capture_output=True, text=True,

@@ -69,18 +69,22 @@ def _explicit(ctx: click.Context, name: str) -> bool:
 @click.option("--step-count", type=click.IntRange(min=1), default=40, show_default=True, metavar="N",
               help="Budget per example: at most N steps")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
-              metavar="SECONDS", help="Per-seed timeout (verdict 'timeout')")
+              metavar="SECONDS", help="Per-seed time limit: a slower seed is a 'timeout' verdict, not a failure")
 @click.option("--inject", metavar="VARIANT", default=None, help="Apply a bug-zoo variant on the executors")
 @click.option("--campaign", "name", metavar="NAME", default=None,
               help="Campaign name [default: derived from properties, seeds and budget]")
 @click.option("--out", default="results", show_default=True, metavar="DIR",
               help="Results directory (Parquet), any path the cluster can write")
-@click.option("--resume", is_flag=True, help="Continue the campaign: run only its chunks not yet in DIR")
+@click.option("--resume", is_flag=True,
+              help="Continue the campaign: run only its chunks not yet in DIR (an error when DIR does not hold "
+                   "it); without --resume a campaign name that exists starts afresh (its old results are moved "
+                   "to DIR/_previous/NAME)")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration (repeatable)")
 @click.option("--chunk-seeds", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Seeds per chunk (= per partition) [default: ~1.5 s of work, measured]")
+              help="Seeds per chunk (= per partition) [default: ~2 s of work, measured]")
 @click.option("--wave-seconds", type=click.FloatRange(min=1), default=30.0, show_default=True, metavar="S",
-              help="Wall time of one wave (one Spark job; what an interruption can cost)")
+              help="Work of one wave per core, measured and corrected as waves commit (one Spark job; what an "
+                   "interruption can cost)")
 @click.option("--exhaustive", is_flag=True,
               help="Check every scenario of the family's small scope up to --depth instead of seeds")
 @click.option("--depth", type=click.IntRange(min=1, max=12), default=None, metavar="D",
@@ -121,7 +125,11 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
             raise InputError("--seeds does not apply to --exhaustive (the scope numbers its scenarios)")
         props, skipped, family = _exhaustive_properties(list(names))
         depth = depth or 3
-        bound = _parse_pairs(bounds, "--bound", as_json=True)
+        from streamproof.spark_harness.exhaustive import parse_bounds
+        try:
+            bound = parse_bounds(family, bounds)
+        except ValueError as e:
+            raise InputError(e) from None
     else:
         if depth is not None or bounds:
             raise InputError("--depth and --bound apply to --exhaustive only")
@@ -142,6 +150,10 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         raise InputError(f"bad campaign name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
 
     from streamproof.spark_harness.report import is_local_path, local_path
+    if resume and is_local_path(out) and not (Path(local_path(out)) / "_campaigns" / name / "spec").is_dir():
+        raise InputError(_nothing_to_resume(name, out))
+    _require_spark_extra(("pyspark", "pyarrow", "pandas") + (() if no_report else ("matplotlib",)),
+                         "streamproof campaign")
     run = camp.new_run(master, "connect" if target.kind == "connect" else api)
     log_dir = Path(local_path(out)) / "_logs" if is_local_path(out) else Path("streamproof-logs")
     log_path = log_dir / f"{name}-{run.run_id}.log"
@@ -161,6 +173,8 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         run.startup_seconds = time.perf_counter() - started
         stored = camp.load_spec(spark, out, name)
         planning = time.perf_counter()
+        if resume and stored is None:
+            raise InputError(_nothing_to_resume(name, out))
         if resume and stored is not None:
             spec = stored
             _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, timeout, inject, exhaustive)
@@ -168,11 +182,12 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
             spec = camp.plan_exhaustive(name, props, family, depth, bound, timeout, __version__, cores, chunk_seeds)
         else:
             spec = camp.plan(name, props, seed_start, seed_end, examples, step_count, timeout, inject,
-                             __version__, cores, chunk_seeds)
+                             __version__, cores, chunk_seeds, note=_planning_note(name))
         run.plan_seconds = time.perf_counter() - planning
-        if resume and stored is None and not as_json:
-            click.echo(f"nothing to resume: campaign {name} has no results in {out}; starting it", err=True)
         bar = Bar(sys.stderr, spec.seeds * len(spec.properties), isatty(sys.stderr), label=name)
+        if is_local_path(out):  # a stale report must not vouch for results this run changes
+            from streamproof.spark_harness.report import mark_in_progress
+            mark_in_progress(local_path(out), name, run.run_id)
         result = camp.run_campaign(spark, spec, out, run, resume=resume, cores=cores, wave_seconds=wave_seconds,
                                    bar=bar, stored=stored)
     except KeyboardInterrupt:
@@ -190,8 +205,16 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         again = ["streamproof", "campaign", "--campaign", name, "--out", out, "--master", master]
         if api != "classic":
             again += ["--api", api]
-        click.echo(f"streamproof: interrupted: campaign {name} stopped after {run.seeds_run} seeds this run; "
-                   f"committed chunks are kept. Resume with: {shlex.join(again + ['--resume'])}", err=True)
+        if run.seeds_total:
+            done = (f"{run.seeds_kept + run.seeds_run} of {run.seeds_total} seeds are committed "
+                    f"({run.seeds_run} this run, {run.waves} waves"
+                    + (f"; {run.seeds_kept} kept from earlier runs" if run.seeds_kept else "") + ") and kept"
+                    + (f"; the {run.seeds_dropped} seeds of the waves in flight were dropped and run again on resume"
+                       if run.seeds_dropped else ""))
+        else:
+            done = "nothing ran yet (it stopped while planning)"
+        click.echo(f"streamproof: interrupted: campaign {name}: {done}. Resume with: "
+                   f"{shlex.join(again + ['--resume'])}", err=True)
         ctx.exit(130)
 
     report_path = None
@@ -214,6 +237,59 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     else:
         _print_summary(result, skipped, target, report_path)
     ctx.exit(EXIT_HELD if result.holds else EXIT_FAILED)
+
+
+SPARK_EXTRA = "pip install 'streamproof[spark]'"
+
+
+def _missing_extra(e: ImportError, command: str) -> str:
+    name = getattr(e, "name", None) or str(e)
+    return (f"{command} needs the Spark extra: {name} is not installed (or does not import: "
+            f"{' '.join(str(e).split())[:200]}); install it with: {SPARK_EXTRA}")
+
+
+def _require_spark_extra(modules: tuple[str, ...], command: str) -> None:
+    """One line (exit 2) naming the extra when a module of it is missing, instead of a traceback."""
+    import importlib
+
+    from streamproof.cli_common import InputError
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise InputError(_missing_extra(e, command)) from None
+
+
+def _planning_note(name: str):
+    """Progress while planning: a line at most every 5 s (measuring many properties takes a while)."""
+    last = [time.perf_counter()]
+
+    def note(text: str) -> None:
+        if time.perf_counter() - last[0] >= 5.0:
+            click.echo(f"{name}: {text}", err=True)
+            last[0] = time.perf_counter()
+    return note
+
+
+def _nothing_to_resume(name: str, out: str) -> str:
+    return (f"nothing to resume: no campaign {name!r} in {out} (start it without --resume; "
+            f"the campaigns there: {', '.join(_campaigns_in(out)) or 'none'})")
+
+
+def _campaigns_in(out: str) -> list[str]:
+    from streamproof.spark_harness.report import is_local_path, local_path
+
+    if not is_local_path(out):
+        return []
+    base = Path(local_path(out)) / "_campaigns"
+    return sorted(d.name for d in base.iterdir() if (d / "spec").is_dir()) if base.is_dir() else []
+
+
+def replay_command(path: str, inject: str | None) -> str:
+    """``streamproof replay FILE``, with ``--inject VARIANT`` when the campaign injected one (its
+    scenarios fail only with the variant applied)."""
+    return "streamproof replay " + shlex.quote(str(path)) + (f" --inject {shlex.quote(inject)}" if inject else "")
 
 
 def _exhaustive_properties(names: list[str]):
@@ -267,7 +343,10 @@ def _summary_json(result, skipped: list[str], report_path) -> dict:
         "campaign": result.spec.name, "out": result.out, "holds": result.holds, "verified": result.verified,
         "verification": result.verification, "spec": json.loads(result.spec.to_json()),
         "properties": result.per_property, "skipped": skipped,
+        "status": result.status,
         "failures": [{k: v for k, v in f.items()} for f in result.failures],
+        "timeouts": [{k: v for k, v in f.items()} for f in result.timeouts],
+        "errors": [{k: v for k, v in f.items()} for f in result.errors],
         "run": dict(run.__dict__), "coverage": result.exhaustive,
         "report": str(report_path) if report_path else None,
     }
@@ -305,6 +384,8 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
             states = f", {c['distinct_states']} distinct states" if c["distinct_states"] is not None else ""
             echo(f"coverage {prop}: {c['sequences']} of {c['sequences_total']} scenarios, "
                  f"{c['nodes']} of {c['nodes_total']} tree nodes{states}")
+    if run.previous:
+        echo(f"started again without --resume: the previous results of {spec.name} were moved to {run.previous}")
     rate = run.seeds_run / run.seconds if run.seconds else 0.0
     kept = f", {run.chunks_resumed} chunks kept from earlier runs" if run.chunks_resumed else ""
     echo(f"time: startup {run.startup_seconds:.1f} s, planning {run.plan_seconds:.1f} s, campaign {run.seconds:.1f} s for {run.seeds_run} seeds "
@@ -317,13 +398,36 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
             echo(f"    {f['message']}")
             if f.get("file"):
                 echo(f"    scenario: {f['file']}")
-                echo(f"    replay:   streamproof replay {shlex.quote(f['file'])}")
+                echo(f"    replay:   {replay_command(f['file'], spec.inject)}")
             echo(f"    rerun:    {f['reproduce']}")
+    for title, rows in (("timeouts (not failures: the per-seed limit of "
+                         f"{spec.timeout:g} s ran out before the budget was done; raise --timeout)", result.timeouts),
+                        ("errors (the run raised outside the property's checks; no scenario)", result.errors)):
+        if rows:
+            echo("")
+            echo(f"{title}: {sum(f['seeds'] for f in rows)} seeds, {len(rows)} signatures")
+            for f in rows:
+                echo(f"  {f['property']}  {f['verdict']}  {f['signature']}  {f['seeds']} seeds, first seed {f['seed']}")
+                echo(f"    {f['message']}")
+                echo(f"    rerun:    {f['reproduce']}")
     echo("")
     if report_path:
         echo(f"report: {report_path} (and {Path(report_path).with_suffix('.html')})")
     echo(f"results: {result.out}")
-    echo(f"all {total} seeds held" if result.holds else "FAILED: not every seed held")
+    echo(_verdict_line(result.status, result.per_property, total))
+
+
+def _verdict_line(status: str, per_property: list[dict], total: int) -> str:
+    count = lambda verdict: sum(p.get(verdict, 0) for p in per_property)  # noqa: E731
+    if status == "held":
+        return f"all {total} seeds held"
+    timeouts = f", {count('timeout')} timed out" if count("timeout") else ""
+    if status == "failed":
+        return f"FAILED: {count('failed')} seeds failed, {count('error')} errors{timeouts}"
+    if status == "timeout":
+        return (f"NOT ALL HELD: no seed failed, but {count('timeout')} seeds timed out (not checked to the end; "
+                "not failures)")
+    return "INCOMPLETE: not every seed is in the results (resume the campaign)"
 
 
 @click.command("report")
@@ -337,14 +441,18 @@ def report(results: str, name: str | None, out: str | None) -> None:
     from streamproof.spark_harness.report import ReportError, write_report
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
 
+    _require_spark_extra(("pyarrow", "pandas", "matplotlib"), "streamproof report")
     try:
         path, reports = write_report(results, out, name)
     except ReportError as e:
         raise InputError(e) from None
+    except ImportError as e:  # a part of the extra imported deeper down
+        raise InputError(_missing_extra(e, "streamproof report")) from None
     for r in reports:
-        failed = sum(p["rows"] - p["held"] for p in r.per_property)
-        click.echo(f"campaign {r.name}: {r.rows} seeds, {failed} not held, {len(r.failures)} failure signatures"
+        count = lambda verdict: sum(p[verdict] for p in r.per_property)  # noqa: E731
+        click.echo(f"campaign {r.name}: {r.rows} seeds, {count('failed')} failed, {count('timeout')} timed out, "
+                   f"{count('error')} errors, {len(r.failures)} failure signatures"
                    + ("" if r.exactly_once else " (results incomplete: " + "; ".join(r.problems) + ")"))
     click.echo(f"report: {path} (and {path.with_suffix('.html')})")
-    ok = all(r.exactly_once and not r.failures for r in reports)
+    ok = all(r.status == "held" for r in reports)
     click.get_current_context().exit(EXIT_HELD if ok else EXIT_FAILED)
