@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from streamproof.properties import registry
 from streamproof.properties.bugzoo import get_variant
-from streamproof.properties.scenario import dump_scenario, load_scenario, load_scenario_file
+from streamproof.properties.scenario import load_scenario, load_scenario_file
 from streamproof.spark_harness import campaign as camp
 from streamproof.spark_harness import exhaustive, executor, report, ship
 from streamproof.spark_harness import spec as specs
