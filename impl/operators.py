@@ -253,7 +253,8 @@ class _CallbackAbort(BaseException):
 class _Watchdog:
     """The time limit of callbacks that loop without ever calling back into the runtime: one
     SIGALRM interval timer for the process, armed lazily in the main thread and only when nobody
-    else uses SIGALRM (e.g. the Spark harness's per-seed deadline). It stays armed across
+    else uses SIGALRM (e.g. the Spark harness's per-seed deadline); when someone does (pytest-timeout's
+    signal method), a SIGPROF timer of CPU time instead (a loop burns CPU). It stays armed across
     callbacks (no system call per callback); when it fires it checks the running callback's
     elapsed time, re-arms for the rest, or -- no callback running -- gives the previous handler
     back."""
@@ -263,6 +264,7 @@ class _Watchdog:
     raised_for = None  # (operator, callback start) the time limit was raised in
     installed = False
     previous = None
+    signum, which = signal.SIGALRM, signal.ITIMER_REAL  # the timer in use once installed
     main_ident = threading.main_thread().ident
 
     @classmethod
@@ -270,23 +272,26 @@ class _Watchdog:
         if threading.get_ident() != cls.main_ident:
             return False
         if not cls.installed:
-            handler = signal.getsignal(signal.SIGALRM)
-            if handler not in (signal.SIG_DFL, None) or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-                return False  # someone else's alarm: do not clobber it
-            cls.previous = signal.signal(signal.SIGALRM, _on_alarm)
+            for signum, which in ((signal.SIGALRM, signal.ITIMER_REAL), (signal.SIGPROF, signal.ITIMER_PROF)):
+                if signal.getsignal(signum) in (signal.SIG_DFL, None) and signal.getitimer(which)[0] == 0:
+                    break
+            else:
+                return False  # someone else's alarms: do not clobber them
+            cls.signum, cls.which = signum, which
+            cls.previous = signal.signal(signum, _on_alarm)
             cls.installed = True
-        elif signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        elif signal.getsignal(cls.signum) is not _on_alarm:
             cls.installed, cls.fire_at = False, 0.0  # replaced behind our back: leave it alone
             return False
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+        signal.setitimer(cls.which, max(seconds, 0.001))
         cls.fire_at = now + seconds
         return True
 
     @classmethod
     def release(cls) -> None:
-        if cls.installed and signal.getsignal(signal.SIGALRM) is _on_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, cls.previous if cls.previous is not None else signal.SIG_DFL)
+        if cls.installed and signal.getsignal(cls.signum) is _on_alarm:
+            signal.setitimer(cls.which, 0)
+            signal.signal(cls.signum, cls.previous if cls.previous is not None else signal.SIG_DFL)
         cls.installed, cls.fire_at, cls.previous = False, 0.0, None
 
     @classmethod

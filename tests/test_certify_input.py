@@ -118,3 +118,18 @@ def test_side_outputs_are_committed_and_compared_exactly_once(tmp_path):
     same = c.results[0]
     assert same["property"] == "certify.same-output" and same["verdict"] == "failed", c.markdown()
     assert "side-output" in same["message"] and same["coverage"]["side output"] > 0
+
+
+def test_a_looping_callback_is_stopped_even_when_someone_else_holds_sigalrm():
+    """pytest-timeout's signal method (and any user's alarm) holds SIGALRM: the callback time limit
+    then uses a SIGPROF timer of CPU time instead of giving up (it hung until pytest-timeout)."""
+    import signal
+
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    signal.setitimer(signal.ITIMER_REAL, 3600)
+    try:
+        result = CliRunner().invoke(cli, ["certify", f"{BAD}:Loops", "--examples", "5"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert result.exit_code == 2 and "Loops.process_element" in result.output, result.output
