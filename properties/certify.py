@@ -33,7 +33,7 @@ from typing import Any, Callable
 from streamproof.impl.operators import KeyedProcessFunction
 from streamproof.properties import certify_checks as checks
 from streamproof.properties import certify_input as inputs
-from streamproof.properties.explore import explore
+from streamproof.properties.explore import Interrupted, explore
 from streamproof.properties.job.functions import FUNCTIONS
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
@@ -217,6 +217,40 @@ def _is_limit(text: str) -> bool:
     return text.startswith(("CallbackLimitExceeded", "UserCodeError", "UnsupportedFeature"))
 
 
+# -- where the certificate goes ------------------------------------------------------------
+def check_out(out: str | os.PathLike) -> Path:
+    """``out`` as a directory the certificate can go to, checked before any work: an existing
+    writable directory, or a new one in an existing writable directory (never a chain of
+    directories: a typo must not create a tree somewhere, e.g. at the filesystem root)."""
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            raise CertifyError(f"--out {out}: exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CertifyError(f"--out {out}: directory not writable")
+        return path
+    parent = path.absolute().parent
+    if not parent.exists():
+        raise CertifyError(f"--out {out}: its parent directory {parent} does not exist (create it first)")
+    if not parent.is_dir():
+        raise CertifyError(f"--out {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CertifyError(f"--out {out}: cannot create it, {parent} is not writable")
+    return path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file in the same directory renamed over it:
+    an interrupted run leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 # -- the certificate -----------------------------------------------------------------------
 @dataclass
 class Certificate:
@@ -250,9 +284,12 @@ class Certificate:
 
     def markdown(self) -> str:
         lines = [f"# Certificate: `{self.operator}`", "",
-                 f"**{self.status}** on {self.date}: {self.examples} job scenarios per property, seed {self.seed}, "
-                 "interruptible timers on, checkpoints, failures and rescales, against Flink's exactly-once promise "
-                 "(the committed output equals a failure-free run's).", "",
+                 f"**{self.status}** on {self.date}: {self.examples} job scenarios asked for per property, seed "
+                 f"{self.seed}, interruptible timers on, checkpoints, failures and rescales, against Flink's "
+                 "exactly-once promise (the committed output equals a failure-free run's).", "",
+                 f"*examples* is the number of job scenarios each property ran: the {self.examples} asked for when it "
+                 "held; when it failed, those up to and including the first failing one (the re-runs that minimised "
+                 "the counterexample are not counted).", "",
                  f"- command: `{self.command}`",
                  f"- source: `{self.source.get('file')}` sha256 `{self.source.get('sha256')}`"
                  + (f", git commit `{self.source['git_commit']}`" if self.source.get("git_commit") else ""),
@@ -262,10 +299,12 @@ class Certificate:
         for r in self.results:
             lines.append(f"| `{r['property']}` | {r['verdict']} | {r['examples']} | {r['seconds']:.1f} | "
                          f"{r['invariant'] or ''} | {r['scenario_file'] or ''} |")
-        lines += ["", "## Coverage (scenarios that exercised each case)", "",
+        lines += ["", "## Coverage (of each property's examples, how many exercised each case)", "",
                   "| property | " + " | ".join(checks.COVERAGE) + " |", "|---|" + "---|" * len(checks.COVERAGE)]
         for r in self.results:
             lines.append(f"| `{r['property']}` | " + " | ".join(str(r["coverage"].get(c, 0)) for c in checks.COVERAGE) + " |")
+        lines += ["", "A case counts once per scenario however often it happened in it (the faulty run and its "
+                      "failure-free references); each number is at most that row's examples."]
         details = [r for r in self.results if r["message"]]
         if details:
             lines += ["", "## Why"] + [f"- `{r['property']}`: {r['message']}" + (
@@ -289,10 +328,10 @@ class Certificate:
                 f"<th>why</th></tr>{rows}</table><h2>Full certificate</h2><pre>{body}</pre>\n")
 
     def write(self, out: Path) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "certificate.json").write_text(json.dumps(self.to_json(), indent=2) + "\n")
-        (out / "certificate.md").write_text(self.markdown())
-        (out / "certificate.html").write_text(self.html())
+        out.mkdir(exist_ok=True)  # its parent was checked (check_out): no tree of new directories
+        write_atomically(out / "certificate.json", json.dumps(self.to_json(), indent=2) + "\n")
+        write_atomically(out / "certificate.md", self.markdown())
+        write_atomically(out / "certificate.html", self.html())
 
 
 def _source_info(path: str | None) -> dict:
@@ -334,18 +373,26 @@ def _trace(scenario: Scenario) -> list[str]:
 
 
 def certify(spec: str | Subject, examples: int, seed: int = 0, out: str | Path | None = None,
-            command: str = "") -> Certificate:
-    """Explores every certification property of the operator; counterexamples go to ``out``."""
+            command: str = "", on_result: Callable[[dict], None] | None = None,
+            progress: Callable[[str, int, bool], None] | None = None) -> Certificate:
+    """Explores every certification property of the operator; counterexamples go to ``out``
+    (checked first: :func:`check_out`). ``on_result(result)`` is called as each property
+    finishes (its row of the certificate, counterexample written); ``progress(property,
+    examples_done, shrinking)`` as its exploration goes."""
     from streamproof.impl.operators import release_callback_watchdog
 
+    if out is not None:
+        check_out(out)
     subject = spec if isinstance(spec, Subject) else load(spec)
     try:
-        return _certify(subject, examples, seed, out, command)
+        return _certify(subject, examples, seed, out, command, on_result, progress)
     finally:
         release_callback_watchdog()  # SIGALRM back to whoever had it (pytest-timeout, a Spark deadline)
 
 
-def _certify(subject: Subject, examples: int, seed: int, out, command: str) -> Certificate:
+def _certify(subject: Subject, examples: int, seed: int, out, command: str,
+             on_result: Callable[[dict], None] | None = None,
+             progress: Callable[[str, int, bool], None] | None = None) -> Certificate:
     from importlib import metadata
 
     import hypothesis
@@ -367,14 +414,21 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str) -> C
     broken = None  # a scenario on which the operator fails without any fault: every property reports it
     for prop in properties_for(subject):
         started = time.perf_counter()
-        e = _known_failure(prop, broken) or explore(prop, examples, seed=seed)
+        on_progress = None if progress is None else (lambda p: lambda n, shrinking: progress(p, n, shrinking))(prop.name)
+        try:
+            e = _known_failure(prop, broken) or explore(prop, examples, seed=seed, progress=on_progress)
+        except Interrupted as stop:  # Ctrl-C: a counterexample already found is kept (not minimal)
+            stop.property, stop.scenario_file = prop.name, None
+            if stop.exploration.scenario is not None and out is not None:
+                stop.scenario_file = _write_counterexample(subject, prop.name, stop.exploration, out)
+            raise
         if e.invariant == "failure-free-run-finishes" and broken is None:
             broken = e.scenario
         if e.invariant == "crash: InputError":
             raise CertifyError(f"{subject.spec!r}: {e.message}")
-        arrival += e.reach.get(FINDING_ARRIVAL_ORDER, 0)
-        late += e.reach.get(checks.FINDING_LATE, 0)
-        coverage = {c: e.reach.get(c, 0) for c in checks.COVERAGE}
+        arrival += e.reach_examples.get(FINDING_ARRIVAL_ORDER, 0)  # scenarios, not events
+        late += e.reach_examples.get(checks.FINDING_LATE, 0)
+        coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
         verdict, message = e.verdict, e.message or None
         unexercised = [c for c in checks.REQUIRED if not coverage[c]]
         if e.holds and unexercised and prop.name != "certify.interruptible-timers":
@@ -388,16 +442,15 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str) -> C
             message = f"{message}; cause: {checks.explain(e.scenario)}"
         path = trace = replay = None
         if e.scenario is not None and out is not None:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            path = str(Path(out) / f"{prop.name}.json")
-            Path(path).write_text(dump_scenario(dataclasses.replace(
-                e.scenario, name=f"certify-{prop.name}", description=_one_line(f"{subject.spec}: {e.message}", 500))))
+            path = _write_counterexample(subject, prop.name, e, out)
             replay = _replay_command(subject, path)
             trace = _trace(e.scenario)
         cert.results.append({"property": prop.name, "verdict": verdict, "examples": e.examples,
                              "seconds": time.perf_counter() - started, "invariant": e.invariant,
                              "message": message, "scenario_file": path, "replay": replay, "trace": trace,
                              "coverage": coverage})
+        if on_result is not None:
+            on_result(cert.results[-1])
     if arrival:
         cert.findings.append({"finding": "output depends on arrival order across sources", "scenarios": arrival,
                               "hint": "its failure-free runs of the same input differ between schedules; Flink does "
@@ -415,6 +468,14 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str) -> C
     return cert
 
 
+def _write_counterexample(subject: Subject, prop: str, e, out) -> str:
+    Path(out).mkdir(exist_ok=True)  # its parent was checked (check_out)
+    path = str(Path(out) / f"{prop}.json")
+    write_atomically(Path(path), dump_scenario(dataclasses.replace(
+        e.scenario, name=f"certify-{prop}", description=_one_line(f"{subject.spec}: {e.message}", 500))))
+    return path
+
+
 def _known_failure(prop: Property, scenario: Scenario | None):
     """The exploration of ``prop`` on a scenario where the operator already failed without any
     fault, if it fails there too (no need to search again: same cause)."""
@@ -426,21 +487,42 @@ def _known_failure(prop: Property, scenario: Scenario | None):
     if verdict.holds:
         return None
     return Exploration(prop.name, False, 1, len(scenario.steps), 0.0, {}, verdict.invariant,
-                       f"{verdict.invariant}: {verdict.message}", dataclasses.replace(scenario, property=prop.name))
+                       f"{verdict.invariant}: {verdict.message}", dataclasses.replace(scenario, property=prop.name), {})
 
 
 def replay(spec: str | Subject, path) -> list[Verdict]:
     """The certification verdicts of one scenario file (a counterexample) for the operator
-    (its scenarios name it as ``user:SPEC``, known once it is loaded)."""
+    (its scenarios name it as ``user:SPEC``, known once it is loaded; the operator being
+    certified runs it, whichever operator's counterexample it was). Every error names the file:
+    :class:`ScenarioError` for an unreadable or malformed file, :class:`CertifyError` for a
+    scenario that is not a job scenario (another family's)."""
+    from streamproof.properties.scenario import load_scenario_file
+
     subject = spec if isinstance(spec, Subject) else load(spec)
+    where = os.fspath(path)
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise ScenarioError(f"{path}: {e}") from None
-    if isinstance(doc, dict) and isinstance(doc.get("params"), dict):
-        doc["params"]["operator"] = subject.name  # the operator being certified runs it
-    scenario = load_scenario(json.dumps(doc))
+        data = Path(where).read_bytes()
+    except OSError:
+        load_scenario_file(where)  # raises its one-line error naming the file
+        raise
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        load_scenario_file(where)  # not a JSON object: its one-line error naming the file
+        raise ScenarioError(f"{where}: not a scenario file")
+    family = doc.get("family")
+    if isinstance(family, str) and family != "job":
+        raise CertifyError(f"{where}: a '{_one_line(family, 60)}' scenario, not a certification counterexample "
+                           f"(a 'job' scenario); replay it with: streamproof replay {where}")
+    if isinstance(doc.get("params"), dict):
+        doc["params"]["operator"] = subject.name
+    try:
+        scenario = load_scenario(json.dumps(doc))
+    except ScenarioError as e:
+        raise e.with_prefix(where) from None
     return [prop.check(scenario) for prop in properties_for(subject)]
 
 
-__all__ = ["Certificate", "CertifyError", "Subject", "certify", "load", "properties_for", "replay"]
+__all__ = ["Certificate", "CertifyError", "Subject", "certify", "check_out", "load", "properties_for", "replay"]

@@ -3,10 +3,14 @@ CLI, the bug zoo and the Spark harness alike)."""
 
 from __future__ import annotations
 
+import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import get_state_machine_test
 
 from streamproof.properties import scenario as sc
@@ -18,19 +22,40 @@ from streamproof.properties.verdict import Violation
 
 @dataclass
 class Exploration:
+    """The outcome of :func:`explore`.
+
+    ``examples`` counts the examples run as asked: the valid examples Hypothesis generated, up to
+    and including the first failing one (never the examples it gave up on, nor the re-runs of
+    shrinking); so a property that held ran exactly the examples asked for. ``steps`` counts the
+    steps of those examples. ``reach`` counts events: every ``note(label)`` during the whole
+    exploration, shrinking included (one example may reach a case many times); ``reach_examples``
+    counts the examples (as counted by ``examples``) that reached each case at least once.
+    """
+
     property: str
     holds: bool
     examples: int
     steps: int
     seconds: float
-    reach: dict = field(default_factory=dict)  # note() label -> count
+    reach: dict = field(default_factory=dict)  # note() label -> events
     invariant: str | None = None
     message: str = ""
     scenario: sc.Scenario | None = None  # the minimal failing scenario
+    reach_examples: dict = field(default_factory=dict)  # note() label -> examples that reached it
 
     @property
     def verdict(self) -> str:
         return "held" if self.holds else "failed"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`explore`: a KeyboardInterrupt carrying what was done so far as an
+    :class:`Exploration` (``exploration``): the examples run, and when a failure had already been
+    found, its scenario as found (not minimal: shrinking was cut short) with ``holds`` False."""
+
+    def __init__(self, exploration: Exploration) -> None:
+        super().__init__(f"interrupted exploring {exploration.property}")
+        self.exploration = exploration
 
 
 def exploration_settings(examples: int, step_count: int = 40, shrink: bool = True) -> settings:
@@ -45,11 +70,15 @@ def exploration_settings(examples: int, step_count: int = 40, shrink: bool = Tru
 
 
 def explore(prop: Property, examples: int, seed: int | None = None, step_count: int = 40,
-            shrink: bool = True) -> Exploration:
-    """Runs ``prop``'s state machine for ``examples`` examples; a failure is shrunk to a scenario."""
+            shrink: bool = True, progress: Callable[[int, bool], None] | None = None) -> Exploration:
+    """Runs ``prop``'s state machine for ``examples`` examples; a failure is shrunk to a scenario.
+
+    ``progress(examples_done, shrinking)`` is called after every counted example and, once a
+    failure was found, after every re-run of shrinking (a progress display; it must be cheap).
+    """
     if prop.machine is None and prop.strategy is None:
         raise ValueError(f"property {prop.name!r} has neither a state machine nor a strategy to explore")
-    tally = {"examples": 0, "steps": 0}
+    tally = _Tally(progress)
     if prop.machine is None:
         test = _strategy_test(prop, tally, exploration_settings(examples, step_count, shrink))
     else:
@@ -58,22 +87,84 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     started = time.perf_counter()
+
+    def outcome(error: BaseException | None, scenario: sc.Scenario | None = None) -> Exploration:
+        if error is None:
+            return Exploration(prop.name, True, tally.examples, tally.steps, time.perf_counter() - started,
+                               dict(reach), reach_examples=dict(tally.reach_examples))
+        invariant = error.invariant if isinstance(error, Violation) else f"crash: {type(error).__name__}"
+        return Exploration(prop.name, False, tally.examples, tally.steps, time.perf_counter() - started,
+                           dict(reach), invariant, _one_line(error), scenario or _scenario_of(prop, error),
+                           dict(tally.reach_examples))
+
     with counting() as reach, pinned_constants():
+        tally.reach = reach
+        tally.outer_exception = sys.exc_info()[1]
         try:
             test()
+        except KeyboardInterrupt:
+            raise Interrupted(outcome(tally.first_error)) from None
         except Exception as e:  # a violation or a crash of the implementation
-            scenario = getattr(e, "streamproof_scenario", None)
-            steps = getattr(e, "streamproof_steps", None)
-            if scenario is None and steps:
-                scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name)
-            invariant = e.invariant if isinstance(e, Violation) else f"crash: {type(e).__name__}"
+            scenario = _scenario_of(prop, e)
             if shrink and scenario is not None and isinstance(e, Violation) and prop.machine is None:
-                scenario = reduce_scenario(prop, scenario, e.invariant)
-            return Exploration(prop.name, False, tally["examples"], tally["steps"],
-                               time.perf_counter() - started, dict(reach), invariant,
-                               _one_line(e), scenario)
-    return Exploration(prop.name, True, tally["examples"], tally["steps"], time.perf_counter() - started, dict(reach))
+                try:
+                    scenario = reduce_scenario(prop, scenario, e.invariant)
+                except KeyboardInterrupt:
+                    raise Interrupted(outcome(e, scenario)) from None
+            return outcome(e, scenario)
+    return outcome(None)
 
+
+def _scenario_of(prop: Property, error: BaseException) -> sc.Scenario | None:
+    scenario = getattr(error, "streamproof_scenario", None)
+    steps = getattr(error, "streamproof_steps", None)
+    if scenario is None and steps:
+        scenario = sc.Scenario(family=prop.family, steps=tuple(steps), property=prop.name)
+    return scenario
+
+
+class _Tally:
+    """Counts the examples run as asked (see :class:`Exploration`): an example counts when it
+    ends normally or with the property's failure, until the first failure (what follows is
+    shrinking); one Hypothesis gave up on (an assumption, too much data) does not count."""
+
+    def __init__(self, progress: Callable[[int, bool], None] | None = None) -> None:
+        self.examples = self.steps = 0
+        self.failed = False
+        self.first_error: BaseException | None = None  # the first failure (what shrinking starts from)
+        self.progress = progress
+        self.reach: Counter | None = None
+        self.reach_examples: Counter = Counter()
+        self.outer_exception: BaseException | None = None
+        self._steps = 0
+        self._reach_before: Counter = Counter()
+
+    def start(self) -> None:
+        self._steps = 0
+        if self.reach is not None and not self.failed:
+            self._reach_before = Counter(self.reach)
+
+    def step(self, n: int = 1) -> None:
+        self._steps += n
+
+    def end(self, error: BaseException | None) -> None:
+        """An example ended, with ``error`` propagating (None: it ended normally)."""
+        if self.failed:
+            if self.progress is not None:
+                self.progress(self.examples, True)
+            return
+        if error is not None and error is not self.outer_exception:
+            if isinstance(error, (StopTest, UnsatisfiedAssumption)) or not isinstance(error, Exception):
+                return  # given up by Hypothesis (or interrupted): not an example
+            self.failed = True  # the first failure: counted; the runs after it are shrinking
+            self.first_error = error
+        self.examples += 1
+        self.steps += self._steps
+        if self.reach is not None:
+            self.reach_examples.update(label for label, n in self.reach.items()
+                                       if n > self._reach_before.get(label, 0))
+        if self.progress is not None:
+            self.progress(self.examples, False)
 
 def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0,
                     seeds: int = 8) -> sc.Scenario:
@@ -115,7 +206,7 @@ def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, secon
     return scenario
 
 
-def _strategy_test(prop: Property, tally: dict, test_settings: settings):
+def _strategy_test(prop: Property, tally: _Tally, test_settings: settings):
     """A ``@given`` test checking each generated scenario; a failure carries its scenario."""
     from dataclasses import replace
 
@@ -124,32 +215,45 @@ def _strategy_test(prop: Property, tally: dict, test_settings: settings):
     @test_settings
     @given(prop.strategy())
     def test(scenario):
-        tally["examples"] += 1
-        tally["steps"] += len(scenario.steps)
+        tally.start()
+        tally.step(len(scenario.steps))
+        error = None
         try:
             verdict = prop.check(scenario)
-        except Exception as e:
-            e.streamproof_scenario = replace(scenario, property=prop.name)
+            if not verdict.holds:
+                error = Violation(verdict.invariant or "violation", verdict.message, verdict.step)
+                error.streamproof_scenario = replace(scenario, property=prop.name)
+        except BaseException as e:
+            if isinstance(e, Exception):
+                e.streamproof_scenario = replace(scenario, property=prop.name)
+            tally.end(e)
             raise
-        if not verdict.holds:
-            error = Violation(verdict.invariant or "violation", verdict.message, verdict.step)
-            error.streamproof_scenario = replace(scenario, property=prop.name)
+        tally.end(error)
+        if error is not None:
             raise error
 
     return test
 
 
-def _counting_factory(machine_class, tally: dict):
+def _counting_factory(machine_class, tally: _Tally):
     def factory():
-        tally["examples"] += 1
+        tally.start()
         machine = machine_class()
-        original = machine.do
+        original, original_teardown = machine.do, machine.teardown
 
         def do(step):
-            tally["steps"] += 1
+            tally.step()
             return original(step)
 
+        def teardown():
+            # called in a ``finally``: the exception ending the run, if any, is propagating
+            try:
+                return original_teardown()
+            finally:
+                tally.end(sys.exc_info()[1])
+
         machine.do = do
+        machine.teardown = teardown
         return machine
 
     return factory

@@ -52,12 +52,14 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, profile_defaults
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
 
     args = _args(args_json)
     try:
+        if replay_file is None:
+            cert.check_out(out)  # before any work: a bad --out is one line, not a tree made somewhere
         subject = cert.load(operator, args, records, key, timestamp, span, stream)
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
@@ -65,15 +67,75 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
                 click.echo(f"{v.property}: {'held' if v.holds else f'FAILED {v.invariant}: {v.message}'}")
             click.get_current_context().exit(EXIT_HELD if all(v.holds for v in verdicts) else EXIT_FAILED)
         command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
-        certificate = cert.certify(subject, examples or profile_defaults()[0], seed, Path(out), command=command)
-    except (cert.CertifyError, ScenarioError, OSError) as e:
+        examples = examples or profile_defaults()[0]
+        run = _Run(operator, examples)
+        try:
+            with Status("certify", len(cert.CHECKS)) as run.status:
+                certificate = cert.certify(subject, examples, seed, Path(out), command=command,
+                                           on_result=run.finished, progress=run.progress)
+        except KeyboardInterrupt as stop:
+            run.interrupted(stop)
+    except (cert.CertifyError, ScenarioError) as e:
         raise InputError(e) from None
-    for r in certificate.results:
-        line = f"{r['property']:30} {r['verdict']:13} {r['examples']:6} examples  {r['seconds']:6.1f} s"
-        if r["verdict"] != "held":
-            line += f"  {r['message']}" + (f"  scenario: {r['scenario_file']}" if r["scenario_file"] else "")
-        click.echo(line)
+    except OSError as e:  # writing the certificate or a counterexample
+        raise InputError(f"cannot write {e.filename or out}: {e.strerror or type(e).__name__}") from None
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
     click.echo(f"\n{operator}: {certificate.status}; certificate: {Path(out) / 'certificate.md'}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
+
+
+class _Run:
+    """What a certification run printed and is doing: each property's line as it finishes, and
+    on Ctrl-C one line saying where it stopped (exit 130)."""
+
+    def __init__(self, operator: str, examples: int) -> None:
+        self.operator, self.examples = operator, examples
+        self.results: list[dict] = []
+        self.current: str | None = None
+        self.done = 0
+        self.status = None  # a cli_common.Status while certifying
+
+    def progress(self, prop: str, done: int, shrinking: bool) -> None:
+        if prop != self.current and self.status is not None:
+            self.status.begin(len(self.results), prop)
+        self.current, self.done = prop, done
+        if self.status is not None:
+            self.status.examples(done, self.examples, shrinking)
+
+    def finished(self, r: dict) -> None:
+        """One property's line, printed as it finishes (its counterexample already written)."""
+        self.results.append(r)
+        self.current = None
+        line = f"{r['property']:30} {r['verdict']:13} {r['examples']:6} examples  {r['seconds']:6.1f} s"
+        if r["verdict"] != "held":
+            line += f"  {r['message']}" + (f"  scenario: {r['scenario_file']}" if r["scenario_file"] else "")
+        if self.status is None:
+            click.echo(line)
+            return
+        with self.status.paused():
+            click.echo(line)
+        self.status.begin(len(self.results), "")
+
+    def interrupted(self, stop: KeyboardInterrupt):
+        from streamproof.cli_common import interrupted, plural
+        from streamproof.properties import certify as cert
+
+        prop = getattr(stop, "property", None) or self.current
+        if prop is None and len(self.results) < len(cert.CHECKS):
+            prop = list(cert.CHECKS)[len(self.results)]  # between two properties: the next one had started
+        what = f"certify {self.operator}"
+        if prop is not None:
+            partial = getattr(stop, "exploration", None)
+            done = partial.examples if partial is not None else self.done if prop == self.current else 0
+            what += f" stopped during {prop} after {plural(done, 'example')} of {self.examples}"
+        else:
+            what += " stopped" + (" before its first property" if not self.results else "")
+        written = getattr(stop, "scenario_file", None)
+        if written:
+            what += f"; the failure it had found is written, not minimised: {written}"
+        verdicts = [r["verdict"] for r in self.results]
+        finished = f"finished: {len(self.results)} of {len(cert.CHECKS)} properties"
+        if self.results:
+            finished += " (" + ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) + ")"
+        interrupted(what, finished + "; no certificate written")

@@ -2,7 +2,9 @@
 
 Exit codes, for every command: 0 when everything held, 1 when a property failed or a bug variant
 survived, 2 on bad input (an unreadable or malformed scenario, an unknown property or variant, a
-bad option), reported as exactly one line ``streamproof: error: <message>`` on stderr.
+bad option), reported as exactly one line ``streamproof: error: <message>`` on stderr; 130 when
+interrupted (Ctrl-C), with one line ``streamproof: interrupted: ...`` saying what finished.
+Progress goes to stderr (cli_common.Status), so stdout and ``--json`` stay clean.
 
 Each command is one function registered on :data:`cli`; the options several commands share are
 the ``*_option`` decorators below, so the faces still to come (``campaign``, ``prove``,
@@ -27,28 +29,32 @@ from streamproof import __version__
 from streamproof.cli_common import (
     EXIT_FAILED,
     EXIT_HELD,
+    EXIT_INTERRUPTED,
     NO_ARGS_HELP,
     InputError,
     emit_json,
     examples_option,
     input_error,
+    interrupted,
     json_option,
+    Status,
     profile_defaults,
-    progress,
+    plural,
     seed_option,
     table,
+    write_atomically,
 )
 from streamproof.campaign_cli import campaign, report  # Spark campaigns (imports no pyspark)
 from streamproof.certify_cli import certify
 from streamproof.prove_cli import prove  # z3 models (z3 imported inside)
 from streamproof.conform_cli import conform  # the Flink conformance kit (Java harness built on demand)
+from streamproof.snapshot_cli import snapshot  # inspect and validate timer snapshot files
 from streamproof.replayer import NothingToCheck, ReplayResult, replay
 
 DEFAULT_OUT = "streamproof-failures"
 
 
 class StreamproofGroup(click.Group):
-from streamproof.snapshot_cli import snapshot  # inspect and validate timer snapshot files
     """Turns bad input anywhere (option parsing included) into exit 2 with one line."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
@@ -67,6 +73,10 @@ from streamproof.snapshot_cli import snapshot  # inspect and validate timer snap
             raise
         except (click.UsageError, ScenarioError, registry.UnknownProperty, NothingToCheck, FamilyPackageError) as e:
             raise input_error(e) from None
+        except KeyboardInterrupt:  # before a command's own handling (or in one without): still 130
+            name = ctx.invoked_subcommand or ctx.info_name
+            click.echo(f"streamproof: interrupted: {name} stopped; finished: nothing reported", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=StreamproofGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,19 +113,65 @@ def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool
     props = _select_explorable(list(names))
     default_examples, step_count = profile_defaults()
     examples = examples or default_examples
-    records = []
-    with progress(props, "checking", streaming=as_json) as items:
-        for prop in items:
-            exploration = explore(prop, examples, seed=seed, step_count=step_count)
-            record = _CheckRecord(prop, exploration, seed)
-            if not exploration.holds and exploration.scenario is not None:
-                record.save(out, examples)
-            if as_json:
-                emit_json(record.to_json())
-            records.append(record)
+    records: list[_CheckRecord] = []
+    current = None
+    try:
+        with Status("check", len(props)) as status:
+            for index, prop in enumerate(props):
+                current = prop
+                status.begin(index, prop.name)
+                exploration = explore(prop, examples, seed=seed, step_count=step_count,
+                                      progress=lambda done, shrinking: status.examples(done, examples, shrinking))
+                record = _CheckRecord(prop, exploration, seed)
+                if not exploration.holds and exploration.scenario is not None:
+                    status.detail = "writing and replaying the counterexample"
+                    record.save(out, examples)
+                records.append(record)  # before it is printed: a Ctrl-C from now on counts it finished
+                current = None
+                status.item(f"{prop.name}: {exploration.verdict}, {plural(exploration.examples, 'example')}, "
+                            f"{exploration.seconds:.1f} s"
+                            + (f", scenario {record.scenario_file}" if record.scenario_file else ""))
+                if as_json:
+                    with status.paused():
+                        emit_json(record.to_json())
+            failed = sum(not r.exploration.holds for r in records)
+            if not status.tty:
+                status.summary(f"{len(records) - failed} of {len(records)} properties held" if not failed
+                               else f"{failed} of {len(records)} properties FAILED")
+    except KeyboardInterrupt as stop:
+        if current is None and len(records) < len(props):
+            current = props[len(records)]  # between two properties: the next one had (almost) started
+        _check_interrupted(stop, current, records, len(props), out, examples, seed, as_json)
     if not as_json:
         _print_check_report(records)
     click.get_current_context().exit(EXIT_HELD if all(r.exploration.holds for r in records) else EXIT_FAILED)
+
+
+def _check_interrupted(stop: KeyboardInterrupt, current: registry.Property | None, records: list,
+                       total: int, out: Path, examples: int, seed: int, as_json: bool) -> None:
+    """Ctrl-C: the finished properties' report, a counterexample already found written (as found:
+    its shrinking was cut short), one line on stderr, exit 130."""
+    partial = getattr(stop, "exploration", None)
+    saved = None
+    if current is not None and partial is not None and not partial.holds and partial.scenario is not None:
+        record = _CheckRecord(current, partial, seed)
+        record.save(out, examples, minimal=False)
+        saved = record.scenario_file
+    if not as_json and records:
+        _print_check_report(records, summary=False)
+    what = "check"
+    if current is not None:
+        what += f" stopped during {current.name}"
+        if partial is not None:
+            what += f" after {plural(partial.examples, 'example')} of {examples}"
+    if saved is not None:
+        what += (f"; the failure it had found is written, not minimised: {saved} "
+                 f"(streamproof replay {shlex.quote(str(saved))})")
+    failed = sum(not r.exploration.holds for r in records)
+    finished = f"finished: {len(records)} of {total} properties"
+    if records:
+        finished += f" ({len(records) - failed} held, {failed} failed)"
+    interrupted(what, finished)
 
 
 def _select_explorable(names: list[str]) -> list[registry.Property]:
@@ -140,22 +196,26 @@ class _CheckRecord:
     scenario_file: Path | None = None
     reproduced: bool | None = None
 
-    def save(self, out: Path, examples: int) -> None:
-        """Writes the minimal scenario and replays the file (a failure that does not replay from
-        its file is a streamproof bug, so it is checked here, at once)."""
+    def save(self, out: Path, examples: int, minimal: bool = True) -> None:
+        """Writes the minimal scenario (atomically) and replays the file (a failure that does not
+        replay from its file is a streamproof bug, so it is checked here, at once). Not
+        ``minimal``: a failure as found, its shrinking interrupted (written, not replayed)."""
         e, prop = self.exploration, self.prop
+        what = "Minimal counterexample" if minimal else "Counterexample (not minimised: the run was interrupted)"
         self.scenario = dataclasses.replace(
             e.scenario, name=f"{prop.name}-{self.seed}",
-            description=f"Minimal counterexample found by 'streamproof check {prop.name} --seed "
+            description=f"{what} found by 'streamproof check {prop.name} --seed "
                         f"{self.seed} --examples {examples}': {e.message}"[:1000],
         )
         try:
             out.mkdir(parents=True, exist_ok=True)
             path = out / f"{prop.name}-{self.seed}.json"
-            path.write_text(dump_scenario(self.scenario, indent=2), encoding="utf-8")
+            write_atomically(path, dump_scenario(self.scenario, indent=2))
         except OSError as err:
             raise InputError(f"cannot write the failing scenario to {out}: {err.strerror or err}") from None
         self.scenario_file = path
+        if not minimal:
+            return
         try:
             self.reproduced = not replay(load_scenario_file(path)).holds
         except (ScenarioError, NothingToCheck, registry.UnknownProperty):
@@ -167,12 +227,16 @@ class _CheckRecord:
         ordered.update(sorted(counts.items()))
         return ordered
 
+    def reach_examples(self) -> dict[str, int]:
+        return {label: self.exploration.reach_examples.get(label, 0) for label in self.reach()}
+
     def to_json(self) -> dict:
         e = self.exploration
         return {
             "property": self.prop.name, "family": self.prop.family, "verdict": e.verdict,
             "examples": e.examples, "steps": e.steps, "seconds": round(e.seconds, 3),
-            "seed": self.seed, "reach": self.reach(), "invariant": e.invariant,
+            "seed": self.seed, "reach": self.reach(), "reach_examples": self.reach_examples(),
+            "invariant": e.invariant,
             "message": e.message or None,
             "scenario": self.scenario.to_dict() if self.scenario is not None else None,
             "scenario_file": str(self.scenario_file) if self.scenario_file is not None else None,
@@ -180,21 +244,27 @@ class _CheckRecord:
         }
 
 
-def _print_check_report(records: list[_CheckRecord]) -> None:
+def _print_check_report(records: list[_CheckRecord], summary: bool = True) -> None:
     rows = [(r.prop.name, r.prop.family, "held" if r.exploration.holds else "FAILED", r.exploration.examples,
              r.exploration.steps, f"{r.exploration.seconds:.2f}") for r in records]
     for line in table(("property", "family", "verdict", "examples", "steps", "seconds"), rows, {3, 4, 5}):
         click.echo(line)
+    click.echo("")
+    click.echo("examples: run as asked (a failed property: up to its first failure; shrinking's re-runs not counted)")
+    click.echo("reachability: events (times a case was reached, every run and shrinking included: one example "
+               "may reach a case many times), then how many of the examples reached it")
     for r in records:
-        reach = r.reach()
+        reach, in_examples = r.reach(), r.reach_examples()
         click.echo("")
         click.echo(f"reachability of {r.prop.name}:")
         if not reach:
             click.echo("  (no labels declared or reached)")
         expected = set(r.prop.reachability)
-        rows = [(f"  {label}", count, "(never reached)" if count == 0 and label in expected else "")
+        rows = [(f"  {label}", count, "events" if count != 1 else "event",
+                 f"in {in_examples[label]} of {r.exploration.examples} examples",
+                 "(never reached)" if count == 0 and label in expected else "")
                 for label, count in reach.items()]
-        for line in table(("", "", ""), rows, {1})[1:]:
+        for line in table(("", "", "", "", ""), rows, {1})[1:]:
             click.echo(line)
     for r in records:
         e = r.exploration
@@ -212,6 +282,8 @@ def _print_check_report(records: list[_CheckRecord]) -> None:
         if not r.reproduced:
             click.echo("  warning:   replaying this file does not reproduce the failure "
                        "(a streamproof bug: please report it)")
+    if not summary:
+        return
     failed = sum(not r.exploration.holds for r in records)
     click.echo("")
     click.echo(f"{len(records) - failed} of {len(records)} properties held" if not failed
@@ -237,20 +309,50 @@ def replay_command(files: tuple[str, ...], inject: str | None, as_json: bool) ->
             patch = get_variant(inject).patch
         except KeyError as e:
             raise input_error(e) from None
-    all_held = True
-    for file in files:
-        scenario = load_scenario_file(file)  # ScenarioError: exit 2, earlier output stays
-        try:
-            with patch():
-                result = replay(scenario)
-        except (NothingToCheck, registry.UnknownProperty) as e:
-            raise InputError(f"{file}: {e.args[0]}") from None
-        all_held &= result.holds
-        if as_json:
-            emit_json(result.to_json(file))
-        else:
-            _print_replay(file, result)
-    click.get_current_context().exit(EXIT_HELD if all_held else EXIT_FAILED)
+    held = failed = 0
+    try:
+        with Status("replay", len(files)) as status:
+            for index, file in enumerate(files):
+                status.begin(index, file)
+                status.detail = f"{held} held, {failed} failed"
+                _refuse_certify_counterexample(file)
+                scenario = load_scenario_file(file)  # ScenarioError: exit 2, earlier output stays
+                try:
+                    with patch():
+                        result = replay(scenario)
+                except (NothingToCheck, registry.UnknownProperty) as e:
+                    raise InputError(f"{file}: {e.args[0]}") from None
+                held += result.holds  # counted before it is printed: a Ctrl-C from now on counts it finished
+                failed += not result.holds
+                with status.paused():
+                    if as_json:
+                        emit_json(result.to_json(file))
+                    else:
+                        _print_replay(file, result)
+            if not status.tty and len(files) > 1:
+                status.summary(f"{plural(len(files), 'file')}, {held} held, {failed} failed")
+    except KeyboardInterrupt:
+        done = held + failed
+        interrupted(f"replay stopped at {files[done]}" if done < len(files) else "replay",
+                    f"finished: {done} of {plural(len(files), 'file')} ({held} held, {failed} failed)")
+    click.get_current_context().exit(EXIT_HELD if not failed else EXIT_FAILED)
+
+
+def _refuse_certify_counterexample(file: str) -> None:
+    """A counterexample of ``streamproof certify`` runs the user's operator, which only
+    ``certify --replay`` loads: bad input here, with the command that replays it."""
+    try:
+        doc = json.loads(Path(file).read_bytes().decode("utf-8-sig"))
+    except (OSError, ValueError):
+        return  # load_scenario_file says what is wrong
+    if not isinstance(doc, dict):
+        return
+    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    operator, prop = params.get("operator"), doc.get("property")
+    if isinstance(operator, str) and operator.startswith("user:") or isinstance(prop, str) and prop.startswith("certify."):
+        spec = operator[len("user:"):] if isinstance(operator, str) and operator.startswith("user:") else "MODULE:CLASS"
+        raise InputError(f"{file}: a counterexample of 'streamproof certify' (it runs your operator); replay it with: "
+                         f"streamproof certify {shlex.quote(spec)} --replay {shlex.quote(file)}")
 
 
 def _print_replay(file: str, result: ReplayResult) -> None:
@@ -293,6 +395,7 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
             patch = get_variant(inject).patch
         except KeyError as e:
             raise input_error(e) from None
+    _refuse_certify_counterexample(file)
     scenario = load_scenario_file(file)  # ScenarioError: exit 2
     try:
         with patch():
@@ -320,7 +423,8 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
 def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool) -> None:
     """Hunt the known-bug variants: each is applied as a patch and its property explored; every
     variant must be caught (exit 1 when one survives)."""
-    from streamproof.properties.bugzoo import all_variants, get_variant, hunt
+    from streamproof.properties.bugzoo import all_variants, get_variant
+    from streamproof.properties.explore import explore
 
     try:
         variants = [get_variant(n) for n in dict.fromkeys(names)] if names else all_variants()
@@ -329,41 +433,73 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
     default_examples, _ = profile_defaults()
     examples = examples or default_examples
     rows, survived, job_lengths = [], 0, []
-    with progress(variants, "hunting", streaming=as_json) as items:
-        for bug in items:
-            e = hunt(bug, examples, seed)
-            caught = not e.holds
-            survived += not caught
-            length = len(e.scenario.steps) if e.scenario is not None else None
-            family = registry.get(bug.caught_by).family
-            if length is not None and family == "job":
-                job_lengths.append(length)
-            if as_json:
-                emit_json({
-                    "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
-                    "caught": caught, "family": family, "seconds": round(e.seconds, 3), "examples": e.examples,
-                    "explored_steps": e.steps, "counterexample_steps": length,
-                    "invariant": e.invariant, "message": e.message or None,
-                    "scenario": e.scenario.to_dict() if e.scenario is not None else None,
-                })
-            rows.append((bug.name, bug.source, "yes" if caught else "NO", f"{e.seconds:.2f}" if caught else "-", e.examples,
-                         length if length is not None else "-", e.invariant or "-"))
+    current = None
+    try:
+        with Status("bugzoo", len(variants)) as status:
+            for index, bug in enumerate(variants):
+                current = bug
+                status.begin(index, bug.name)
+                with bug.patch():  # as bugzoo.hunt, with a progress callback
+                    e = explore(registry.get(bug.caught_by), examples, seed=seed,
+                                progress=lambda done, shrinking: status.examples(done, examples, shrinking))
+                caught = not e.holds
+                survived += not caught
+                length = len(e.scenario.steps) if e.scenario is not None else None
+                family = registry.get(bug.caught_by).family
+                if length is not None and family == "job":
+                    job_lengths.append(length)
+                rows.append((bug.name, bug.source, "yes" if caught else "NO", f"{e.seconds:.2f}" if caught else "-",
+                             e.examples, length if length is not None else "-", e.invariant or "-"))
+                current = None  # finished before it is printed: a Ctrl-C from now on counts it
+                status.item(f"{bug.name}: " + (f"caught after {plural(e.examples, 'example')} ({e.invariant}), "
+                                               f"{e.seconds:.1f} s with shrinking" if caught
+                                               else f"SURVIVED {plural(e.examples, 'example')}, {e.seconds:.1f} s"))
+                if as_json:
+                    with status.paused():
+                        emit_json({
+                            "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
+                            "caught": caught, "family": family, "seconds": round(e.seconds, 3),
+                            "examples": e.examples, "explored_steps": e.steps, "counterexample_steps": length,
+                            "invariant": e.invariant, "message": e.message or None,
+                            "scenario": e.scenario.to_dict() if e.scenario is not None else None,
+                        })
+            if not status.tty:
+                status.summary(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
+                               else f"{survived} of {len(rows)} bug variants SURVIVED")
+    except KeyboardInterrupt as stop:
+        if not as_json and rows:
+            _print_bugzoo_table(rows)
+        partial = getattr(stop, "exploration", None)
+        if current is None and len(rows) < len(variants):
+            current = variants[len(rows)]  # between two variants: the next one had (almost) started
+        what = "bugzoo"
+        if current is not None:
+            what += f" stopped while hunting {current.name}"
+            if partial is not None:
+                what += (f" after {plural(partial.examples, 'example')} of {examples}"
+                         + (" (caught, shrinking its counterexample)" if not partial.holds else ""))
+        interrupted(what, f"finished: {len(rows)} of {len(variants)} bug variants "
+                          f"({len(rows) - survived} caught, {survived} survived)")
     median = _median(job_lengths)
     if as_json:
         if median is not None:  # a last line when job variants were hunted
             emit_json({"summary": True, "variants": len(rows), "caught": len(rows) - survived,
                        "median_job_counterexample_steps": median, "job_variants": len(job_lengths)})
     else:
-        header = ("variant", "source", "caught", "time to detect (s)", "examples",
-                  "counterexample (steps)", "invariant")  # the steps of the shrunk counterexample
-        for line in table(header, rows, {3, 4, 5}):
-            click.echo(line)
+        _print_bugzoo_table(rows)
         click.echo("")
         if median is not None:
             click.echo(f"median job counterexample: {median:g} steps (over {len(job_lengths)} job variants)")
         click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
                    else f"FAILED: {survived} of {len(rows)} bug variants survived")
     click.get_current_context().exit(EXIT_FAILED if survived else EXIT_HELD)
+
+
+def _print_bugzoo_table(rows: list) -> None:
+    header = ("variant", "source", "caught", "time to detect (s)", "examples",
+              "counterexample (steps)", "invariant")  # the steps of the shrunk counterexample
+    for line in table(header, rows, {3, 4, 5}):
+        click.echo(line)
 
 
 def _median(values: list[int]) -> float | None:

@@ -1,5 +1,6 @@
 """What the ``streamproof`` sub-commands share: exit codes, the one-line bad-input error, the
-common options, the active profile's budget, progress bars, tables and JSON lines.
+common options, the active profile's budget, progress (the status line), Ctrl-C (exit 130),
+atomic writes, tables and JSON lines.
 
 The command modules (:mod:`~streamproof.cli` and the ``*_cli`` modules it registers) import from
 here, never from each other, so the command line has no import cycle.
@@ -8,13 +9,18 @@ here, never from each other, so the command line has no import cycle.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Iterator, NoReturn, Sequence
 
 import click
 
 EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it: not "a property failed"
 # click >= 8.2 raises this (a UsageError that prints the help) for a bare ``streamproof``: left alone.
 NO_ARGS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -91,17 +97,148 @@ def isatty(stream: Any) -> bool:
         return False
 
 
-@contextmanager
-def progress(items: list, label: str, streaming: bool = False,
-              name=lambda item: getattr(item, "name", str(item))) -> Iterator[Iterable]:
-    """A progress bar on stderr when stderr is a terminal; the plain items otherwise. With
-    ``streaming`` (lines printed while the bar runs) only when stdout goes elsewhere."""
-    if not isatty(sys.stderr) or (streaming and isatty(sys.stdout)):
-        yield items
-        return
-    with click.progressbar(items, label=label, file=sys.stderr,
-                           item_show_func=lambda item: name(item) if item is not None else None) as bar:
-        yield bar
+def interrupted(what: str, finished: str) -> NoReturn:
+    """Ctrl-C: one line on stderr saying what was interrupted and what finished, exit 130 (what
+    was printed or written before stays)."""
+    click.echo(f"streamproof: interrupted: {one_line(what)}; {one_line(finished)}", err=True)
+    click.get_current_context().exit(EXIT_INTERRUPTED)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file in the same directory renamed over it: an
+    interrupted run leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds} s"
+
+
+class Status:
+    """Progress of a long command on stderr, so stdout (and ``--json``) stays clean.
+
+    On a terminal, one status line (what runs, examples done, elapsed) redrawn as work advances
+    and at least every second, erased before any other line; elsewhere nothing of it. ``item``
+    lines (a property or variant finished) and the ``summary`` line are printed in both cases.
+    Use as a context manager: the status line is erased on the way out, Ctrl-C included.
+    """
+
+    TICK = 1.0
+
+    def __init__(self, command: str, total: int, stream: Any = None) -> None:
+        self.command, self.total = command, total
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = isatty(self.stream)
+        self.started = time.monotonic()
+        self.index = 0
+        self.name = ""
+        self.item_started = self.started
+        self.detail = ""
+        self._drawn = False
+        self._last = 0.0  # when the status line was last drawn
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> "Status":
+        if self.tty:
+            self._ticker = threading.Thread(target=self._tick, name="streamproof-status", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2 * self.TICK)
+        with self._lock:
+            self._erase()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.TICK):
+            self.draw()
+
+    def begin(self, index: int, name: str) -> None:
+        """Item ``index`` (0-based) of ``total`` starts."""
+        self.index, self.name, self.detail = index, name, ""
+        self.item_started = time.monotonic()
+        self.draw()
+
+    def examples(self, done: int, asked: int, shrinking: bool = False) -> None:
+        """An exploration's progress (the :func:`explore` callback)."""
+        self.detail = (f"failure found after {plural(done, 'example')}, shrinking it" if shrinking
+                       else f"{done}/{asked} examples")
+        self.draw(throttle=True)
+
+    def line(self) -> str:
+        now = time.monotonic()
+        parts = [f"{self.command} [{min(self.index + 1, self.total)}/{self.total}]"]
+        if self.name:
+            parts.append(f"{self.name}:")
+        if self.detail:
+            parts.append(f"{self.detail},")
+        parts.append(f"{duration(now - self.item_started)} (total {duration(now - self.started)})")
+        return " ".join(parts)
+
+    def draw(self, throttle: bool = False) -> None:
+        if not self.tty:
+            return
+        now = time.monotonic()
+        if throttle and now - self._last < 0.2:
+            return
+        self._last = now
+        text = self.line()
+        width = _terminal_width()
+        if len(text) >= width:
+            text = text[:width - 4] + "..."
+        with self._lock:
+            self.stream.write("\r\x1b[K" + text)
+            self.stream.flush()
+            self._drawn = True
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+
+    def item(self, text: str) -> None:
+        """A finished item's line (kept above the status line on a terminal)."""
+        self.name = self.detail = ""
+        self.say(f"[{min(self.index + 1, self.total)}/{self.total}] {text}")
+
+    def summary(self, text: str) -> None:
+        self.say(f"{self.command}: {text} in {duration(time.monotonic() - self.started)}")
+
+    def say(self, text: str) -> None:
+        with self.paused():
+            click.echo(text, file=self.stream)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Prints other lines (stdout's too: the same terminal) with the status line erased."""
+        with self._lock:
+            self._erase()
+            yield
+        self.draw()
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def table(header: Sequence[str], rows: list[Sequence[Any]], right: set[int] = frozenset()) -> list[str]:

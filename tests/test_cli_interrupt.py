@@ -1,0 +1,201 @@
+"""Ctrl-C: ``check``, ``certify``, ``bugzoo`` and ``replay`` exit 130 (not 1, "a property
+failed") with one line saying what was interrupted and what finished; what finished stays printed
+and a counterexample already found is written.
+
+The subprocess tests send SIGINT only once the command printed a given line (never after a
+fixed time), and the work left after that line is long (the same again or more), so the signal
+arrives while it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import hypothesis.strategies as st
+import pytest
+from click.testing import CliRunner
+
+from streamproof.cli import cli
+from streamproof.properties import explore as explore_mod
+from streamproof.properties import registry
+from streamproof.properties.registry import Property
+from streamproof.properties.scenario import load_scenario_file
+from streamproof.properties.verdict import Verdict
+
+REPO = Path(__file__).resolve().parents[1]
+JOB_EXAMPLE = REPO / "examples" / "job" / "rescale-then-fail-after-final-checkpoint.json"
+TIMEOUT = 300  # generous: only a hang reaches it
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a subprocess")
+
+
+class Command:
+    """A ``python -m streamproof`` subprocess whose stdout and stderr lines are read as they come."""
+
+    def __init__(self, *args: str, cwd: Path = REPO) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYPOTHESIS_PROFILE": "ci"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamproof", *map(str, args)], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.events: queue.Queue = queue.Queue()
+        self.readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in self.lines]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, name: str) -> None:
+        for line in getattr(self.proc, name):
+            self.lines[name].append(line.rstrip("\n"))
+            self.events.put((name, line))
+        self.events.put((name, None))
+
+    def wait_for(self, stream: str, predicate) -> str:
+        """The first line of ``stream`` satisfying ``predicate`` (fails if the command ends first)."""
+        ended = set()
+        while True:
+            name, line = self.events.get(timeout=TIMEOUT)
+            if line is None:
+                ended.add(name)
+                assert len(ended) < 2, f"ended before the line was printed: {self.lines}"
+            elif name == stream and predicate(line.rstrip("\n")):
+                return line.rstrip("\n")
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=TIMEOUT)
+        for reader in self.readers:
+            reader.join(timeout=TIMEOUT)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def command():
+    started = []
+
+    def start(*args: str, **kwargs) -> Command:
+        started.append(Command(*args, **kwargs))
+        return started[-1]
+
+    yield start
+    for c in started:
+        c.kill()
+
+
+def interrupted_line(c: Command) -> str:
+    lines = [ln for ln in c.lines["stderr"] if ln.startswith("streamproof: interrupted: ")]
+    assert len(lines) == 1 and c.lines["stderr"][-1] == lines[0], c.lines["stderr"]
+    assert "Traceback" not in "\n".join(c.lines["stderr"]) and "Aborted" not in "\n".join(c.lines["stderr"])
+    return lines[0]
+
+
+def test_check_interrupted_after_a_property_exits_130_and_keeps_its_line(command, tmp_path):
+    c = command("check", "mailbox.differential", "timers.differential", "--examples", "300", "--json",
+                "--out", tmp_path)
+    first = json.loads(c.wait_for("stdout", lambda ln: ln.startswith("{")))
+    assert first["property"] == "mailbox.differential"
+    assert c.interrupt() == 130
+    assert [json.loads(ln)["property"] for ln in c.lines["stdout"]] == ["mailbox.differential"]
+    line = interrupted_line(c)
+    assert "check stopped during timers.differential" in line
+    assert line.endswith("finished: 1 of 2 properties (1 held, 0 failed)"), line
+
+
+def test_certify_interrupted_keeps_the_finished_properties_lines(command, tmp_path):
+    c = command("certify", "tests.certify_operators:GoodSum", "--examples", "300", "--out", tmp_path / "cert")
+    c.wait_for("stdout", lambda ln: ln.startswith("certify.same-output"))
+    assert c.interrupt() == 130
+    assert [ln.split()[:2] for ln in c.lines["stdout"]] == [["certify.same-output", "held"]]
+    line = interrupted_line(c)
+    assert "certify tests.certify_operators:GoodSum stopped during certify.interruptible-timers" in line
+    assert line.endswith("finished: 1 of 4 properties (1 held); no certificate written"), line
+    assert not (tmp_path / "cert" / "certificate.json").exists()
+
+
+def test_replay_interrupted_keeps_the_files_replayed(command):
+    c = command("replay", *[JOB_EXAMPLE] * 3000)
+    c.wait_for("stdout", lambda ln: ln.startswith("verdict: "))
+    assert c.interrupt() == 130
+    printed = sum(ln.startswith("verdict: held") for ln in c.lines["stdout"])
+    assert printed >= 1
+    line = interrupted_line(c)
+    found = re.search(r"replay stopped at (.+); finished: (\d+) of 3000 files \((\d+) held, 0 failed\)$", line)
+    assert found and found[1] == str(JOB_EXAMPLE) and found[2] == found[3], line
+    # a file counts once replayed: the signal may have come while its lines were being printed
+    assert printed <= int(found[2]) <= printed + 1, (printed, line)
+
+
+def test_bugzoo_interrupted_exits_130(command):
+    c = command("bugzoo", "key-context-set-after-poll", "sink-commits-on-snapshot",  # the second: minutes
+                "--examples", "20000", "--json")
+    first = json.loads(c.wait_for("stdout", lambda ln: ln.startswith("{")))
+    assert first["variant"] == "key-context-set-after-poll" and first["caught"]
+    assert c.interrupt() == 130
+    line = interrupted_line(c)
+    assert "bugzoo stopped while hunting sink-commits-on-snapshot" in line
+    assert line.endswith("finished: 1 of 2 bug variants (1 caught, 0 survived)"), line
+
+
+# ------------------------------------------------- a failure already found is written (in-process)
+
+def run(*args: str):
+    try:
+        runner = CliRunner(mix_stderr=False)  # click < 8.2
+    except TypeError:
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def interrupt_once_failed(monkeypatch) -> None:
+    """Ctrl-C as soon as a failure was found (Hypothesis is about to shrink it)."""
+    end = explore_mod._Tally.end
+
+    def end_then_interrupt(self, error):
+        end(self, error)
+        if self.failed:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(explore_mod._Tally, "end", end_then_interrupt)
+
+
+def test_check_interrupted_while_minimising_writes_the_failure_found(tmp_path, monkeypatch):
+    scenario = load_scenario_file(JOB_EXAMPLE)
+    prop = Property("job.always-fails", "job", "fails on every scenario",
+                    check=lambda s: Verdict("job.always-fails", False, [], "never-holds", "by design"),
+                    strategy=lambda: st.just(scenario))
+    monkeypatch.setitem(registry._REGISTRY, prop.name, prop)
+
+    interrupt_once_failed(monkeypatch)
+    result = run("check", prop.name, "--examples", "5", "--out", tmp_path)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    [line] = result.stderr.splitlines()
+    path = tmp_path / f"{prop.name}-0.json"
+    assert line.startswith("streamproof: interrupted: check stopped during job.always-fails after 1 example of 5")
+    assert f"the failure it had found is written, not minimised: {path}" in line
+    assert line.endswith("finished: 0 of 1 properties"), line
+    written = load_scenario_file(path)
+    assert written.steps == scenario.steps and "not minimised" in written.description
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_certify_interrupted_while_minimising_writes_the_failure_found(tmp_path, monkeypatch):
+    from streamproof.properties import certify as cert
+
+    interrupt_once_failed(monkeypatch)
+    result = run("certify", "tests.certify_operators:Raises", "--examples", "30", "--out", tmp_path)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    [line] = result.stderr.splitlines()
+    assert "stopped during certify.same-output" in line and "finished: 0 of 4 properties" in line, line
+    path = tmp_path / "certify.same-output.json"
+    assert f"the failure it had found is written, not minimised: {path}" in line
+    assert cert.replay(cert.load("tests.certify_operators:Raises"), path)[0].holds is False
