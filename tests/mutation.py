@@ -4,45 +4,90 @@ command.
 
     python -m tests.mutation impl/mailbox.py            # one module
     python -m tests.mutation --all                      # every mapped module (hours)
-    python -m tests.mutation impl/mailbox.py --workdir /tmp/sp-mutation
+    python -m tests.mutation impl/timers.py --max-mutants 120 --json /tmp/timers.json
+    python -m tests.mutation impl/mailbox.py --workdir /tmp/sp-mutation/repo
 
 mutmut (2.5) mutates files in place, so the run happens in a clone of HEAD with its own virtual
-environment (``--workdir``, default ``/tmp/streamproof-mutation``); the working tree is never
-touched. Prints killed / survived / suspicious / timeout per module and the score (killed over
-all checked mutants); survivors are listed with ``mutmut show ID`` in the work directory.
+environment (``--workdir``, default ``/tmp/streamproof-mutation/repo``); the working tree is never
+touched, and uncommitted changes (tests included) are not measured. Covering tests missing from
+HEAD are left out (and said so).
+
+The covering tests run under the suite's own Hypothesis profile (``--profile``, default ``ci``). A
+faster first pass is possible (``--profile dev --recheck-profile ci``): each survivor is then run
+again under the recheck profile, so that a survivor is one the ordinary test run does not kill (if
+the tests fail under the fast profile without mutations, the run falls back to the recheck
+profile; on a loaded 2-core machine the recheck costs more than it saves). Any failing
+pytest exit counts as killed (mutmut 2 itself counts only exit code 1, so a mutant that breaks
+collection would "survive"). ``--max-mutants N`` tests a reproducible random sample of N mutants
+(``--seed``); the others are reported as skipped. Prints killed / survived / suspicious / timeout /
+skipped per module and the score (killed, suspicious included, over all checked mutants; mutmut
+calls a mutant suspicious when the tests failed but slowly); ``--json`` also writes each
+survivor's diff. Survivors can be shown with ``mutmut show ID`` in the work directory until the
+next module's run replaces its ``.mutmut-cache`` (a copy stays as ``.mutmut-cache.<module>``).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import json
+import os
+import random
+import shutil
+import sqlite3
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 # module -> the tests that cover it (what a mutant must fail)
 MAP = {
-    "impl/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_conformance_mailbox.py"],
-    "model/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py"],
-    "impl/timers.py": ["tests/test_timers_impl.py", "tests/test_timer_vectors.py", "tests/test_timers_machine.py"],
-    "model/timers.py": ["tests/test_timer_vectors.py", "tests/test_timers_machine.py"],
-    "impl/keygroups.py": ["tests/test_keygroups.py"],
-    "model/keygroups.py": ["tests/test_keygroups.py"],
-    "impl/queues.py": ["tests/test_timers_impl.py", "tests/test_snapshots.py"],
-    "impl/snapshot_format.py": ["tests/test_snapshot_format.py"],
-    "impl/snapshots.py": ["tests/test_snapshots.py", "tests/test_snapshot_machine.py"],
-    "model/snapshot.py": ["tests/test_snapshot_machine.py"],
-    "impl/termination.py": ["tests/test_termination.py"],
-    "model/termination.py": ["tests/test_termination.py"],
+    "impl/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_conformance_mailbox.py",
+                        "tests/test_mutation_gaps.py"],
+    "model/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_mutation_gaps.py"],
+    "impl/timers.py": ["tests/test_timers_impl.py", "tests/test_timer_vectors.py", "tests/test_timers_machine.py",
+                       "tests/test_termination.py", "tests/test_snapshots.py", "tests/test_mutation_gaps.py"],
+    "model/timers.py": ["tests/test_timer_vectors.py", "tests/test_conformance_timers.py", "tests/test_timers_machine.py",
+                        "tests/test_mutation_gaps.py"],
+    "impl/keygroups.py": ["tests/test_keygroups.py",
+                          "tests/test_certify_input.py::test_composite_key_groups_follow_java_hash_codes",
+                          "tests/test_mutation_gaps.py"],
+    "model/keygroups.py": ["tests/test_keygroups.py", "tests/test_mutation_gaps.py"],
+    "impl/queues.py": ["tests/test_timers_impl.py", "tests/test_snapshots.py", "tests/test_mutation_gaps.py"],
+    "impl/snapshot_format.py": ["tests/test_snapshot_format.py", "tests/test_mutation_gaps.py"],
+    "impl/snapshots.py": ["tests/test_snapshots.py", "tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
+    "model/snapshot.py": ["tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
+    "impl/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
+    "model/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
     "impl/coordinator_flink.py": ["tests/test_valve.py", "tests/test_valve_vectors.py"],
     "model/valve.py": ["tests/test_valve_machine.py", "tests/test_valve_vectors.py"],
 }
 
+# mutmut imports ``mutmut_config`` from its working directory; this one skips mutants outside the
+# sample named by $STREAMPROOF_MUTATION_SAMPLE (a JSON list of [line_number, index]).
+MUTMUT_CONFIG = '''\
+import json
+import os
+
+_SAMPLE = os.environ.get("STREAMPROOF_MUTATION_SAMPLE")
+_KEEP = {tuple(k) for k in json.load(open(_SAMPLE))} if _SAMPLE else None
+
+
+def pre_mutation(context):
+    if _KEEP is not None and (context.mutation_id.line_number, context.mutation_id.index) not in _KEEP:
+        context.skip = True
+'''
+
+STATUSES = ("killed", "survived", "suspicious", "timeout", "skipped", "untested")
+
 
 def _run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, text=True, capture_output=True, **kw)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return _run(["git", *args], cwd=cwd, check=True).stdout.strip()
 
 
 def prepare(workdir: Path) -> Path:
@@ -50,7 +95,17 @@ def prepare(workdir: Path) -> Path:
     if not (workdir / ".git").is_dir():
         _run(["git", "clone", "-q", str(REPO), str(workdir)], cwd=REPO, check=True)
     else:
-        _run(["git", "pull", "-q"], cwd=workdir, check=True)
+        # the clone is ours: no mutant left applied, at the repository's HEAD (amended or not)
+        _run(["git", "fetch", "-q", "origin", "HEAD"], cwd=workdir, check=True)
+        _run(["git", "reset", "-q", "--hard", "FETCH_HEAD"], cwd=workdir, check=True)
+    head, clone = _git(REPO, "rev-parse", "HEAD"), _git(workdir, "rev-parse", "HEAD")
+    if head != clone:
+        raise SystemExit(f"the clone {workdir} is at {clone[:12]}, HEAD of {REPO} is {head[:12]}")
+    exclude = workdir / ".git" / "info" / "exclude"
+    if "mutmut_config.py" not in exclude.read_text():
+        with exclude.open("a") as f:
+            f.write("mutmut_config.py\n.mutmut-cache*\n.mutation-sample.json\n")
+    (workdir / "mutmut_config.py").write_text(MUTMUT_CONFIG)
     shared = workdir.parent / "shared"
     if not shared.exists() and (REPO.parent / "shared").is_dir():
         shared.symlink_to(REPO.parent / "shared")
@@ -61,24 +116,78 @@ def prepare(workdir: Path) -> Path:
     return python
 
 
-def mutate(module: str, workdir: Path, python: Path) -> dict:
-    tests = " ".join(MAP[module])
-    runner = f"{python} -m pytest -x -q -p no:cacheprovider --hypothesis-profile=ci {tests}"
-    (workdir / ".mutmut-cache").unlink(missing_ok=True)
-    _run([str(python), "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner, "--no-progress"],
-         cwd=workdir)
-    _run(["git", "checkout", "-q", "--", module], cwd=workdir)  # never leave a mutant applied
-    results = _run([str(python), "-m", "mutmut", "results"], cwd=workdir).stdout
-    counts = {k: 0 for k in ("killed", "survived", "suspicious", "timeout", "untested")}
-    for label, key in (("Survived", "survived"), ("Suspicious", "suspicious"), ("Timed out", "timeout"),
-                       ("Untested/skipped", "untested")):
-        m = re.search(rf"{label} \S+ \((\d+)\)", results)
-        counts[key] = int(m.group(1)) if m else 0
-    killed_ids = _run([str(python), "-m", "mutmut", "result-ids", "killed"], cwd=workdir).stdout.split()
-    counts["killed"] = len(killed_ids)
-    checked = counts["killed"] + counts["survived"] + counts["suspicious"] + counts["timeout"]
-    counts["score"] = counts["killed"] / checked if checked else 0.0
-    return counts
+def runner(python: Path, tests: list[str], profile: str) -> str:
+    """The test command for mutmut: exit 1 on any failure (collection errors included), else 0."""
+    code = "import sys, pytest; sys.exit(int(pytest.main(sys.argv[1:]) != 0))"
+    return (f"{python} -c '{code}' -x -q -p no:cacheprovider --hypothesis-profile={profile} "
+            + " ".join(tests))
+
+
+def all_mutants(module: str, workdir: Path, python: Path) -> list[list[int]]:
+    """[line_number, index] of every mutant mutmut makes of ``module``."""
+    code = ("import json, sys; from mutmut import Context, list_mutations; "
+            "c = Context(source=open(sys.argv[1]).read(), filename=sys.argv[1], dict_synonyms=['']); "
+            "print(json.dumps([[m.line_number, m.index] for m in list_mutations(c)]))")
+    return json.loads(_run([str(python), "-c", code, module], cwd=workdir, check=True).stdout)
+
+
+def mutate(module: str, workdir: Path, python: Path, *, profile: str, recheck_profile: str | None,
+           max_mutants: int | None, seed: int) -> dict:
+    tests = [t for t in MAP[module] if (workdir / t.split("::")[0]).exists()]  # a file or a test id
+    missing = [t for t in MAP[module] if t not in tests]
+    env = dict(os.environ)
+    env.pop("STREAMPROOF_MUTATION_SAMPLE", None)
+    mutants = all_mutants(module, workdir, python)
+    sample_file = workdir / ".mutation-sample.json"
+    if max_mutants is not None and max_mutants < len(mutants):
+        sample = sorted(random.Random(seed).sample(mutants, max_mutants))
+        sample_file.write_text(json.dumps(sample))
+        env["STREAMPROOF_MUTATION_SAMPLE"] = str(sample_file)
+    cache = workdir / ".mutmut-cache"
+    cache.unlink(missing_ok=True)
+    mutmut = [str(python), "-m", "mutmut"]
+    attempts = [profile] + ([recheck_profile] if recheck_profile and recheck_profile != profile else [])
+    for attempt in attempts:
+        first = _run(mutmut + ["run", "--paths-to-mutate", module, "--runner", runner(python, tests, attempt),
+                               "--no-progress"], cwd=workdir, env=env)
+        _run(["git", "checkout", "-q", "--", module], cwd=workdir)  # never leave a mutant applied
+        if "Tests don't run cleanly" not in first.stdout + first.stderr:
+            break
+        if attempt == attempts[-1]:
+            raise SystemExit(f"{module}: the covering tests fail without mutations\n{first.stdout[-3000:]}")
+        # some tests need the full profile (reachability of their cases): one pass under it
+        print(f"{module}: the covering tests fail under profile {attempt}; one pass under {attempts[-1]}",
+              flush=True)
+        cache.unlink(missing_ok=True)
+    profile = attempt
+
+    def ids(status: str) -> list[int]:
+        return [int(i) for i in _run(mutmut + ["result-ids", status], cwd=workdir).stdout.split()]
+
+    rechecked = 0
+    if recheck_profile and recheck_profile != profile:
+        for mutant in ids("survived"):  # a single id is always run again, whatever the cache says
+            _run(mutmut + ["run", str(mutant), "--paths-to-mutate", module, "--runner",
+                           runner(python, tests, recheck_profile), "--no-progress"], cwd=workdir)
+            _run(["git", "checkout", "-q", "--", module], cwd=workdir)
+            rechecked += 1
+    counts = {status: ids(status) for status in STATUSES}
+    with sqlite3.connect(cache) as db:  # mutmut's cache: Mutant.line -> Line.line_number (0-based)
+        line_of = dict(db.execute("SELECT m.id, l.line_number + 1 FROM Mutant m JOIN Line l ON m.line = l.id"))
+    survivors = [{"id": i, "line": line_of.get(i), "diff": _run(mutmut + ["show", str(i)], cwd=workdir).stdout}
+                 for i in counts["survived"] + counts["timeout"]]
+    shutil.copy(cache, workdir / f".mutmut-cache.{module.replace('/', '_')}")
+    sample_file.unlink(missing_ok=True)
+    n = {status: len(v) for status, v in counts.items()}
+    checked = n["killed"] + n["survived"] + n["suspicious"] + n["timeout"]
+    return {
+        "module": module, "date": date.today().isoformat(), "commit": _git(workdir, "rev-parse", "HEAD"),
+        "tests": tests, "missing_tests": missing, "profile": profile, "recheck_profile": recheck_profile,
+        "mutants": len(mutants), "sampled": max_mutants if max_mutants and max_mutants < len(mutants) else None,
+        "seed": seed, "checked": checked, **n, "rechecked": rechecked,
+        "score": (n["killed"] + n["suspicious"]) / checked if checked else 0.0,
+        "survivor_ids": counts["survived"], "timeout_ids": counts["timeout"], "survivors": survivors,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,18 +195,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"modules to mutate (mapped: {', '.join(MAP)})")
     parser.add_argument("--all", action="store_true", help="every mapped module")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/streamproof-mutation/repo"))
+    parser.add_argument("--profile", default="ci", help="Hypothesis profile of the covering tests (default ci)")
+    parser.add_argument("--recheck-profile", default="none",
+                        help="profile survivors are run again under (default none: no second pass)")
+    parser.add_argument("--max-mutants", type=int, help="test a random sample of at most N mutants per module")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --max-mutants sample (default 0)")
+    parser.add_argument("--json", type=Path, help="write the results (survivors' diffs included) to this file")
     args = parser.parse_args(argv)
     modules = list(MAP) if args.all else args.modules
     unknown = [m for m in modules if m not in MAP]
     if not modules or unknown:
         parser.error(f"name mapped modules ({', '.join(MAP)})" + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+    recheck = None if args.recheck_profile == "none" else args.recheck_profile
     args.workdir.parent.mkdir(parents=True, exist_ok=True)
     python = prepare(args.workdir)
-    print(f"{'module':28} {'killed':>6} {'survived':>8} {'suspicious':>10} {'timeout':>7} {'score':>6}")
+    print(f"clone {args.workdir} at {_git(args.workdir, 'rev-parse', '--short', 'HEAD')}", flush=True)
+    print(f"{'module':28} {'mutants':>7} {'checked':>7} {'killed':>6} {'survived':>8} {'suspicious':>10} "
+          f"{'timeout':>7} {'skipped':>7} {'score':>6}", flush=True)
+    results = []
     for module in modules:
-        c = mutate(module, args.workdir, python)
-        print(f"{module:28} {c['killed']:>6} {c['survived']:>8} {c['suspicious']:>10} {c['timeout']:>7} "
-              f"{c['score']:>6.0%}", flush=True)
+        c = mutate(module, args.workdir, python, profile=args.profile, recheck_profile=recheck,
+                   max_mutants=args.max_mutants, seed=args.seed)
+        results.append(c)
+        print(f"{module:28} {c['mutants']:>7} {c['checked']:>7} {c['killed']:>6} {c['survived']:>8} "
+              f"{c['suspicious']:>10} {c['timeout']:>7} {c['skipped']:>7} {c['score']:>6.0%}"
+              + (f"  (without {', '.join(c['missing_tests'])}: not at HEAD)" if c["missing_tests"] else ""),
+              flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
     return 0
 
 
