@@ -20,6 +20,7 @@ from streamproof.properties.scenario import ScenarioError, load_scenario
 from streamproof.properties.snapshots.fuzz import random_contents
 
 MAX, MIN = 2**63 - 1, -(2**63)
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def _job(operator: str, steps: list, **params) -> str:
@@ -155,3 +156,14 @@ def test_inspect_names_the_damaged_section_and_its_offset(tmp_path, snapshot_byt
 def test_inspect_of_a_missing_file_is_one_line_exit_2(tmp_path):
     done = _cli("snapshot", "inspect", str(tmp_path / "nope.snap"))
     assert done.returncode == 2 and done.stderr.splitlines() == [f"streamproof: error: {tmp_path / 'nope.snap'}: file not found"]
+
+
+def test_a_snapshot_step_of_2_to_the_31_steps_ends_with_the_snapshot():
+    """`snapshot_step.steps` allows up to 2^31-1: the steps past the last key group did nothing
+    but loop for hours."""
+    doc = json.loads((ROOT / "examples" / "snapshots" / "delete-and-register-again.json").read_text())
+    step = next(s for s in doc["steps"] if s["op"] == "snapshot_step")
+    step["steps"] = 2**31 - 1
+    scenario = load_scenario(json.dumps(doc))
+    for prop in registry.for_family("snapshots"):
+        assert prop.check(scenario).holds

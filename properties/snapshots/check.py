@@ -200,7 +200,8 @@ class ImplSnapshotsRun:
         elif op == "snapshot_step":
             for snapshot in self.snapshots[step.id]["running"]:
                 for _ in range(step.steps or 1):
-                    snapshot.run_async_step()
+                    if not snapshot.run_async_step():
+                        break  # every key group written: further steps do nothing
         elif op == "finish_snapshot":
             snapshot = self.snapshots[step.id]
             snapshot["files"] = [bytearray(s.finish()) for s in snapshot.pop("running")]
