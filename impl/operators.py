@@ -271,6 +271,8 @@ class _Watchdog:
     def arm(cls, seconds: float, now: float) -> bool:
         if threading.get_ident() != cls.main_ident:
             return False
+        if cls.installed and signal.getsignal(cls.signum) is not _on_alarm:
+            cls.installed, cls.fire_at = False, 0.0  # replaced behind our back: leave it to them
         if not cls.installed:
             for signum, which in ((signal.SIGALRM, signal.ITIMER_REAL), (signal.SIGPROF, signal.ITIMER_PROF)):
                 if signal.getsignal(signum) in (signal.SIG_DFL, None) and signal.getitimer(which)[0] == 0:
@@ -280,9 +282,6 @@ class _Watchdog:
             cls.signum, cls.which = signum, which
             cls.previous = signal.signal(signum, _on_alarm)
             cls.installed = True
-        elif signal.getsignal(cls.signum) is not _on_alarm:
-            cls.installed, cls.fire_at = False, 0.0  # replaced behind our back: leave it alone
-            return False
         signal.setitimer(cls.which, max(seconds, 0.001))
         cls.fire_at = now + seconds
         return True
@@ -589,7 +588,8 @@ class KeyedProcessOperator:
         self._callback, self._started, self._outputs, self._timers = callback, now, 0, 0
         _Watchdog.current = self
         limit = self.max_seconds_per_callback
-        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5):
+        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5
+                                  or signal.getsignal(_Watchdog.signum) is not _on_alarm):
             _Watchdog.arm(limit, now)  # not armed, lost, or armed too late for this callback
         try:
             return method(*args)
@@ -613,7 +613,8 @@ class KeyedProcessOperator:
         self._callback, self._started, self._outputs, self._timers = callback, now, 0, 0
         _Watchdog.current = self
         limit = self.max_seconds_per_callback
-        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5):
+        if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5
+                                  or signal.getsignal(_Watchdog.signum) is not _on_alarm):
             _Watchdog.arm(limit, now)
         try:
             return method(*args)

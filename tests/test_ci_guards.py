@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_test_runs_under_a_per_test_timeout():
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert 60 <= int(options["timeout"]) <= 600  # long enough for a loaded machine, short of CI's budget
+    assert options["timeout_method"] == "thread"  # SIGALRM stays free for the callback time limit under test
 
 
 def test_a_test_that_spins_forever_fails_with_a_timeout(tmp_path):

@@ -523,7 +523,7 @@ def test_other_exceptions_keep_their_type_with_a_note():
 
 def test_the_alarm_is_given_back_and_others_alarms_are_not_clobbered():
     import signal
-    from streamproof.spark_harness.seedrun import Deadline, SeedTimeout
+    from streamproof.spark_harness.seedrun import Deadline
 
     op, _, _ = make(Spin(), max_seconds_per_callback=0.3)
     with pytest.raises(CallbackLimitExceeded):
@@ -531,9 +531,16 @@ def test_the_alarm_is_given_back_and_others_alarms_are_not_clobbered():
     time.sleep(0.6)  # idle: the watchdog gives SIGALRM back
     assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
     op, _, _ = make(Spin(), max_seconds_per_callback=0.3)
-    with pytest.raises(SeedTimeout):
-        with Deadline(1.0):  # someone else's alarm wins: ours is not armed
-            feed(op, "k", 1, 0)
+    with pytest.raises(CallbackLimitExceeded):
+        with Deadline(60.0):  # someone else's alarm: left alone, the limit takes a CPU-time timer
+            handler = signal.getsignal(signal.SIGALRM)
+            try:
+                feed(op, "k", 1, 0)
+            finally:
+                assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL)[0] > 30
+    from streamproof.impl.operators import release_callback_watchdog
+    release_callback_watchdog()
+    assert signal.getsignal(signal.SIGPROF) in (signal.SIG_DFL, None) and signal.getitimer(signal.ITIMER_PROF)[0] == 0
 
 
 def test_streamproof_flink_imports_nothing_heavy():
