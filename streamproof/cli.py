@@ -31,6 +31,7 @@ from streamproof.cli_common import (
     EXIT_HELD,
     EXIT_INTERRUPTED,
     NO_ARGS_HELP,
+    deliver_ctrl_c_reliably,
     InputError,
     emit_json,
     examples_option,
@@ -89,6 +90,7 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script ``streamproof``."""
+    deliver_ctrl_c_reliably()
     cli.main(args=list(argv) if argv is not None else None, prog_name="streamproof")
 
 

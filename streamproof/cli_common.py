@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -35,6 +36,25 @@ class InputError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"streamproof: error: {self.format_message()}", file=file or sys.stderr)
+
+
+def deliver_ctrl_c_reliably() -> None:
+    """Ctrl-C raises KeyboardInterrupt even when it lands in a gc callback: Hypothesis installs one,
+    and Python only prints an exception raised there ("Exception ignored"), so the interrupt was
+    lost and the run went on to its end (exit 0 or 1, not 130). There it is sent again 50 ms later."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _on_sigint(signum, frame) -> None:
+    inner = frame
+    while inner is not None:
+        if inner.f_code.co_name == "gc_callback":
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return
+        inner = inner.f_back
+    raise KeyboardInterrupt
 
 
 def one_line(text: str) -> str:
