@@ -38,6 +38,7 @@ from streamproof.properties.job.functions import FUNCTIONS
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from streamproof.properties.verdict import Verdict
+from streamproof.properties.files import write_atomically
 
 CHECKS = checks.CHECKS
 FINDING_ARRIVAL_ORDER = checks.FINDING_ARRIVAL_ORDER
@@ -237,18 +238,6 @@ def check_out(out: str | os.PathLike) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CertifyError(f"--out {out}: cannot create it, {parent} is not writable")
     return path
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` through a temporary file in the same directory renamed over it:
-    an interrupted run leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 # -- the certificate -----------------------------------------------------------------------

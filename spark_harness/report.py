@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamproof.properties.files import write_atomically
 from streamproof.spark_harness import spec as specs
 from streamproof.spark_harness.spec import is_local_path, local_path, result_status, split_by_verdict  # noqa: F401
 
@@ -156,14 +157,7 @@ def analyse(name: str, df, spec: dict | None, runs: list[dict]) -> CampaignRepor
                           float(df["duration"].sum()), coverage=coverage, timeouts=timeouts, errors=errors)
 
 
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    """Writes ``path`` whole or not at all (a temporary file renamed over it)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
+_atomic_write = write_atomically  # whole or not at all
 
 
 def write_failures(failures: list[dict], directory: Path) -> None:

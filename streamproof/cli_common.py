@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 import click
+from streamproof.properties.files import write_atomically  # noqa: F401  (re-exported)
 
 EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it: not "a property failed"
@@ -126,18 +127,6 @@ def interrupted(what: str, finished: str) -> NoReturn:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """``text`` to ``path`` through a temporary file in the same directory renamed over it: an
-    interrupted run leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def duration(seconds: float) -> str:
