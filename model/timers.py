@@ -152,6 +152,8 @@ class TimerModel:
         self.emit({"event": "instance", "index": len(self.instances) - 1})
 
     def use_instance(self, index: int) -> None:
+        if index >= len(self.instances):  # the restore that would have created it was rejected
+            raise Rejected(f"no instance {index}: only {len(self.instances)} were created")
         self.current = self.instances[index]
 
     def _service(self, name: str | None) -> Service:

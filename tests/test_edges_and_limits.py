@@ -167,3 +167,14 @@ def test_a_snapshot_step_of_2_to_the_31_steps_ends_with_the_snapshot():
     scenario = load_scenario(json.dumps(doc))
     for prop in registry.for_family("snapshots"):
         assert prop.check(scenario).holds
+
+
+@pytest.mark.parametrize("step", [0, 13, 14])
+def test_using_an_instance_whose_restore_was_rejected_is_an_error_event_not_a_crash(step):
+    """A restore with another max parallelism is rejected (an error event on both sides); a later
+    `use_instance` of the instance it would have made raised IndexError in the checker."""
+    doc = json.loads((ROOT / "examples" / "timers" / "rescale-restore-split.json").read_text())
+    doc["steps"][step]["max_parallelism"] = 32768
+    scenario = load_scenario(json.dumps(doc))
+    verdict = registry.get("timers.differential").check(scenario)
+    assert verdict.holds, verdict.message

@@ -156,6 +156,8 @@ class ImplTimersRun:
             inst.manager.restore_state(state)
             self._start(inst, names)
         elif op == "use_instance":
+            if step.index >= len(self.instances):  # the restore that would have made it was rejected
+                raise ValueError(f"no instance {step.index}: only {len(self.instances)} were created")
             self.current = self.instances[step.index]
         elif op == "set_key":
             self.current.key_context.set_current_key(step.key)
