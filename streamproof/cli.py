@@ -302,15 +302,7 @@ def _print_check_report(records: list[_CheckRecord], summary: bool = True) -> No
 def replay_command(files: tuple[str, ...], inject: str | None, as_json: bool) -> None:
     """Replay scenario files: check each against its property (or every property of its family)
     and compare the implementation with the trace it carries (flink_observed, expected)."""
-    from contextlib import nullcontext
-
-    patch = nullcontext
-    if inject is not None:
-        from streamproof.properties.bugzoo import get_variant
-        try:
-            patch = get_variant(inject).patch
-        except KeyError as e:
-            raise input_error(e) from None
+    patch = _injected_patch(inject)
     held = failed = 0
     try:
         with Status("replay", len(files)) as status:
@@ -338,6 +330,20 @@ def replay_command(files: tuple[str, ...], inject: str | None, as_json: bool) ->
         interrupted(f"replay stopped at {files[done]}" if done < len(files) else "replay",
                     f"finished: {done} of {plural(len(files), 'file')} ({held} held, {failed} failed)")
     click.get_current_context().exit(EXIT_HELD if not failed else EXIT_FAILED)
+
+
+def _injected_patch(inject: str | None):
+    """The patch of the bug-zoo variant ``--inject`` names (no-op without one); an unknown name
+    is bad input."""
+    from contextlib import nullcontext
+
+    if inject is None:
+        return nullcontext
+    from streamproof.properties.bugzoo import get_variant
+    try:
+        return get_variant(inject).patch
+    except KeyError as e:
+        raise input_error(e) from None
 
 
 def _refuse_certify_counterexample(file: str) -> None:
@@ -386,17 +392,10 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
     """Replay a scenario file and draw its run as a timeline, one lane per subtask (plus the job
     manager), with the row where the property broke marked and the family's reference."""
     import shutil
-    from contextlib import nullcontext
 
     from streamproof.explain import explain, render_html, render_text
 
-    patch = nullcontext
-    if inject is not None:
-        from streamproof.properties.bugzoo import get_variant
-        try:
-            patch = get_variant(inject).patch
-        except KeyError as e:
-            raise input_error(e) from None
+    patch = _injected_patch(inject)
     _refuse_certify_counterexample(file)
     scenario = load_scenario_file(file)  # ScenarioError: exit 2
     try:
