@@ -59,6 +59,14 @@ class SimulationResult:
     # pending watermark continuations, barriers a yield ran; and counts of what happened inside steps
     task_log: list = field(default_factory=list)
     task_counts: dict = field(default_factory=dict)
+    # split firings (FLIP-443), every attempt: records processed between two parts of a firing,
+    # those of a key whose timer was due and not fired yet, those that registered or deleted a timer
+    split_records: int = 0
+    split_due_key_records: int = 0
+    split_timer_changes: int = 0
+    event_timers_fired: int = 0  # event-time timers fired by watermarks, every attempt (MAX_WATERMARK's too)
+    event_timers_before_end: int = 0  # ... by watermarks below MAX_WATERMARK
+    restored_timers: int = 0  # timers restored from checkpoints, every attempt
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -134,7 +142,14 @@ def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> Simula
                             final_processing, flushes, sum(t.late_records for t in job.all_tasks),
                             sum(t.side_outputs for t in job.all_tasks),
                             sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
-                            _lineage(job), task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
+                            _lineage(job), task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts),
+                            split_records=sum(t.split_records for t in job.all_tasks),
+                            split_due_key_records=sum(t.split_due_key_records for t in job.all_tasks),
+                            split_timer_changes=sum(t.split_timer_changes for t in job.all_tasks),
+                            event_timers_fired=sum(t.watermark_processor.event_timers_fired for t in job.all_tasks),
+                            event_timers_before_end=sum(t.watermark_processor.event_timers_fired_before_end
+                                                        for t in job.all_tasks),
+                            restored_timers=sum(t.restored_timers for t in job.all_tasks))
 
 
 def _lineage(job: Job) -> list | None:

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
 from streamproof.impl.mailbox import MailboxExecutor, MailboxProcessor, MailOptions, TaskMailbox
 from streamproof.impl.operators import KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
@@ -126,6 +126,8 @@ class MailboxWatermarkProcessor:
         self.progress_watermark_scheduled = False
         self.interruptions = 0
         self.stalled = 0  # interrupted advances that fired no timer (FLIP-443 forbids them)
+        self.event_timers_fired = 0  # metric: event-time timers fired by watermarks (MAX_WATERMARK's too)
+        self.event_timers_fired_before_end = 0  # ... by watermarks below MAX_WATERMARK
 
     def emit_watermark_inside_mailbox(self, timestamp: int) -> None:
         self.max_input_watermark = max(self.max_input_watermark, timestamp)
@@ -141,7 +143,9 @@ class MailboxWatermarkProcessor:
         manager = self.operator.time_service_manager
         fired_before = self.operator.timers_fired
         # Try to progress the watermark as far as we can.
-        if manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt):
+        completed = manager.try_advance_watermark(self.max_input_watermark, self.should_interrupt)
+        self.count_fired(fired_before, self.max_input_watermark)
+        if completed:
             # Timers all fired: the watermark may go downstream.
             self._emit(self.max_input_watermark)
             return
@@ -152,6 +156,13 @@ class MailboxWatermarkProcessor:
             # Let other mail run first; deferrable so that yield() never runs it (FLINK-35528).
             self.executor.execute(self._continue, "emitWatermarkInsideMailbox", MailOptions.DEFERRABLE)
         # else: a continuation is already scheduled; it will pick up the new maximum.
+
+    def count_fired(self, fired_before: int, watermark: int) -> None:
+        """Counts the event-time timers a watermark fired (metrics)."""
+        fired = self.operator.timers_fired - fired_before
+        self.event_timers_fired += fired
+        if watermark < MAX_WATERMARK:
+            self.event_timers_fired_before_end += fired
 
     def _continue(self) -> None:
         self.progress_watermark_scheduled = False
@@ -277,6 +288,10 @@ class OperatorTask:
         self.source_done: Callable[[int], bool] = lambda channel: False  # set by the job
         self.side_outputs = 0  # metric: side outputs emitted
         self.late_records = 0  # metric: records at or below the operator's current watermark
+        # metrics of split firings (FLIP-443): records processed between two parts of a firing,
+        # those of a key with a due timer not fired yet, those that registered or deleted a timer
+        self.split_records = self.split_due_key_records = self.split_timer_changes = 0
+        self.restored_timers = 0  # metric: timers this attempt restored from a checkpoint
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
 
@@ -285,9 +300,13 @@ class OperatorTask:
         """Initializes state from the snapshots of the previous attempts (any parallelism)."""
         self.operator.initialize_state([snap.operator for snap in snapshots])
         self.sink.initialize_state(sink_states)
+        self.restored_timers = -1  # counted once open() brought the timer services back
 
     def open(self) -> None:
         self.operator.open()
+        if self.restored_timers:
+            manager = self.operator.time_service_manager
+            self.restored_timers = manager.num_event_time_timers() + manager.num_processing_time_timers()
 
     def receive(self, channel: int, element: Any) -> None:
         if isinstance(element, CheckpointBarrier) and self.config.unaligned_checkpoints and not element.savepoint:
@@ -371,7 +390,27 @@ class OperatorTask:
             raise TypeError(f"unknown input element {element!r}")
 
     def _process_record(self, record: StreamRecord) -> None:
+        if not self.firing_interrupted():
+            self.operator.process_element(record)
+            return
+        # between two parts of a split firing (FLIP-443): what can make its output differ
+        watermark = self.watermark_processor.max_input_watermark
+        before = self._event_timers_of(record.key)
+        self.split_records += 1
+        if any(timer[0] <= watermark for timer in before):
+            self.split_due_key_records += 1  # a record of a key whose timer is due but not fired yet
         self.operator.process_element(record)
+        if self._event_timers_of(record.key) != before:
+            self.split_timer_changes += 1  # it registered or deleted an event-time timer
+
+    def _event_timers_of(self, key: Any) -> set:
+        """The event-time timers pending for ``key`` (every timer service of the operator)."""
+        manager = self.operator.time_service_manager
+        key_group = assign_to_key_group(key, self.operator.key_context.max_parallelism)
+        if not self.operator.key_group_range.contains(key_group):
+            return set()
+        return {timer for service in manager.services.values()
+                for timer in service.event_time_timers_queue.get_subset_for_key_group(key_group) if timer[1] == key}
 
     def _next_channel(self) -> int | None:
         if self.forced is not None:
@@ -417,7 +456,9 @@ class OperatorTask:
         if self.interruptible:
             self.watermark_processor.emit_watermark_inside_mailbox(timestamp)
         else:
+            fired_before = self.operator.timers_fired
             self.operator.time_service_manager.advance_watermark(timestamp)
+            self.watermark_processor.count_fired(fired_before, timestamp)
             self._emit_watermark(timestamp)
 
     def _emit(self, value: Any, timestamp: int | None) -> None:

@@ -405,7 +405,8 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
         started = time.perf_counter()
         on_progress = None if progress is None else (lambda p: lambda n, shrinking: progress(p, n, shrinking))(prop.name)
         try:
-            e = _known_failure(prop, broken) or explore(prop, examples, seed=seed, progress=on_progress)
+            e = _known_failure(prop, broken) or explore(prop, examples, seed=seed, progress=on_progress,
+                                                        shrink="domain")
         except Interrupted as stop:  # Ctrl-C: a counterexample already found is kept (not minimal)
             stop.property, stop.scenario_file = prop.name, None
             if stop.exploration.scenario is not None and out is not None:
@@ -418,15 +419,20 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
         arrival += e.reach_examples.get(FINDING_ARRIVAL_ORDER, 0)  # scenarios, not events
         late += e.reach_examples.get(checks.FINDING_LATE, 0)
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
+        if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
+            final = prop.check(e.scenario)
+            if not final.holds and final.invariant == e.invariant:
+                e.message = f"{final.invariant}: {final.message}"
         verdict, message = e.verdict, e.message or None
-        unexercised = [c for c in checks.REQUIRED if not coverage[c]]
-        if e.holds and unexercised and prop.name != "certify.interruptible-timers":
+        unexercised = [c for c in checks.required(prop.name, e.reach_examples) if not e.reach_examples.get(c)]
+        if e.holds and unexercised:
             verdict = "not exercised"
-            hints = {"timer fired before end of input": "records whose timestamps span the operator's time constants "
-                                                        "(--records, --span), so its timers fire mid-stream",
-                     "non-empty output": "records that make the operator emit (--records / --stream)"}
             message = (f"no scenario had a {' or a '.join(unexercised)}: this certificate would be vacuous; give "
-                       + "; ".join(hints[u] for u in unexercised))
+                       + "; ".join(dict.fromkeys(_HINTS[u] for u in unexercised)))
+        elif e.holds and prop.name == "certify.interruptible-timers" and not e.reach_examples.get(
+                checks.EVENT_TIMERS_MID_STREAM):
+            message = ("no event-time timer fired before end of input in any scenario: there was no firing to split "
+                       "(FLIP-443 splits event-time firings only)")
         if e.invariant == "same-output-as-a-failure-free-run" and e.scenario is not None:
             message = f"{message}; cause: {checks.explain(e.scenario)}"
         path = trace = replay = None
@@ -455,6 +461,19 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
     if out is not None:
         cert.write(Path(out))
     return cert
+
+
+_HINTS = {
+    "timer fired before end of input": "records whose timestamps span the operator's time constants (--records, "
+                                       "--stream, --span), so its timers fire mid-stream",
+    "non-empty output": "records that make the operator emit (--records / --stream)",
+    "failure after a checkpoint": "more records per scenario (--records / --stream), so checkpoints complete before "
+                                  "failures",
+    "restore with pending timers": "records whose timers are still pending at a checkpoint (timestamps spanning the "
+                                   "operator's time constants)",
+    checks.SPLIT_CASE: "records of several keys with timers due at one watermark and records of those keys after it "
+                       "(more records per key: --records / --stream)",
+}
 
 
 def _write_counterexample(subject: Subject, prop: str, e, out) -> str:

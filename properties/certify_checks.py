@@ -35,6 +35,9 @@ from streamproof.properties.verdict import Verdict
 
 OTHER_SCHEDULES = 7      # failure-free schedules besides the scenario's own (made only when needed)
 SPLIT_MAIL_RATE = 0.8    # foreign mail while a timer fires: how often interruptible firings split
+# the split schedules every input is tried under: (mail rate, schedule): foreign mail at every
+# chance (every timer a part of its own), then at random points under two schedules
+SPLIT_PLANS = ((1.0, 0), (SPLIT_MAIL_RATE, 0), (SPLIT_MAIL_RATE, 1))
 CALLBACK_SECONDS = 5.0   # a user callback running longer is stopped with one line
 
 FINDING_ARRIVAL_ORDER = "finding: output depends on arrival order"
@@ -42,14 +45,40 @@ FINDING_LATE = "finding: output for late records depends on timing"
 COVERAGE = (
     "timer fired before end of input",
     "timer firing interrupted",
+    "record of a due key inside a split firing",
+    "timer changed inside a split firing",
     "failure after a checkpoint",
+    "restore with pending timers",
     "failure inside an interrupted firing",
     "rescaled restore",
     "late record",
     "side output",
     "non-empty output",
 )
-REQUIRED = ("timer fired before end of input", "non-empty output")  # else the certificate is vacuous
+# what the runs of a property must have reached before it may say "held" (else "not exercised")
+TIMERS_USED = "timer fired"                           # any timer, end of input included
+EVENT_TIMERS_MID_STREAM = "event-time timer fired before end of input"
+SPLIT_CASE = "record of a due key inside a split firing"
+
+
+def required(prop: str, reached: dict) -> list[str]:
+    """The cases ``prop``'s scenarios must have exercised for a certificate that says something:
+    output always; for an operator with timers, a timer before end of input; for same-output, a
+    failure after a checkpoint (state restored), with pending timers when it has timers; for
+    interruptible-timers, when event-time timers fire mid-stream, a record of a key whose timer
+    was due running between two parts of a split firing (the only way FLIP-443 changes an
+    output). ``reached``: case -> scenarios that reached it."""
+    needed = ["non-empty output"]
+    timers = bool(reached.get(TIMERS_USED))
+    if timers:
+        needed.append("timer fired before end of input")
+    if prop == "certify.same-output":
+        needed.append("failure after a checkpoint")
+        if timers:
+            needed.append("restore with pending timers")
+    if prop == "certify.interruptible-timers" and reached.get(EVENT_TIMERS_MID_STREAM):
+        needed.append(SPLIT_CASE)
+    return needed
 
 
 def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = None, lineage: list | None = None) -> JobSpec:
@@ -57,8 +86,11 @@ def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = Non
         spec = _job_spec(scenario, interruptible, mail_rate)
         return dataclasses.replace(spec, config=dataclasses.replace(spec.config, callback_seconds=CALLBACK_SECONDS))
     # a failure-free replay of a run's lineage: no back-pressure, no checkpoints
+    # at the parallelism the lineage was recorded at (a rescale before the first completed
+    # checkpoint restarted the job from scratch at the new parallelism)
     spec = _spec(scenario, interruptible, mail_rate)
-    return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9)
+    return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9,
+                               parallelism=len(lineage))
 
 
 def _job_spec(scenario: Scenario, interruptible: bool, mail_rate: float | None) -> JobSpec:
@@ -105,28 +137,35 @@ class Runs:
         """Failure-free, interruptible timers on, schedule ``i``."""
         return self._get(("on", i), lambda: _run(self.scenario, True, self.seeds[i]))
 
-    @property
-    def split(self):
-        """Failure-free, the scenario's schedule, firings split often."""
-        return self._get("split", lambda: _run(self.scenario, True, self.seeds[0], mail_rate=SPLIT_MAIL_RATE))
+    def splits(self):
+        """Failure-free runs of the input in exactly ``off(0)``'s order (its lineage), timer firings
+        split by interruptible timers (FLIP-443): first at every chance (each timer a part of its
+        own, one input element between two parts, as Flink's mailbox allows), then at random
+        points (:data:`SPLIT_MAIL_RATE`) under :data:`SPLIT_SCHEDULES` seeds. Made one by one."""
+        base = self.off(0)
+        if isinstance(base, str) or base.lineage is None:
+            return
+        for plan in SPLIT_PLANS:
+            yield self._get(("split", plan), lambda: _run(self.scenario, True, self.seeds[plan[1]],
+                                                         mail_rate=plan[0], lineage=base.lineage))
 
-    def lineage_split(self, k: int):
-        """The lineage replayed with firings split often, schedule ``k`` of the async mail."""
-        def make():
-            if isinstance(self.faulty, str) or self.faulty.lineage is None:
-                return None
-            return _run(self.scenario, True, self.seeds[k], mail_rate=SPLIT_MAIL_RATE, lineage=self.faulty.lineage)
-        return self._get(("lineage-split", k), make)
-
-    def lineage(self, interruptible: bool):
+    def lineage(self, interruptible: bool, mail_rate: float | None = None, k: int = 0):
         """Failure-free, each task consuming its input in the order the faulty run's committed
-        state and output did (its lineage): the failure-free run Flink's promise points at. None
-        when the faulty run has no lineage (a rescale merged tasks) or did not finish."""
+        state and output did (its lineage): the failure-free run Flink's promise points at; with
+        ``mail_rate``, its firings split as :meth:`splits` splits them. None when the faulty run has
+        no lineage (a rescale merged tasks) or did not finish."""
         def make():
             if isinstance(self.faulty, str) or self.faulty.lineage is None:
                 return None
-            return _run(self.scenario, interruptible, self.seeds[0], lineage=self.faulty.lineage)
-        return self._get(("lineage", interruptible), make)
+            return _run(self.scenario, interruptible, self.seeds[k], mail_rate=mail_rate, lineage=self.faulty.lineage)
+        return self._get(("lineage", interruptible, mail_rate, k), make)
+
+    def lineage_references(self):
+        """The failure-free runs in the faulty run's lineage: timers not split, then split."""
+        yield self.lineage(False)
+        yield self.lineage(True)
+        for rate, k in SPLIT_PLANS:
+            yield self.lineage(True, rate, k)
 
     def references(self):
         """Failure-free runs, the likeliest match first (made one by one as they are needed)."""
@@ -194,12 +233,23 @@ def _plain(value: Any) -> Any:
 
 # -- coverage ------------------------------------------------------------------------------
 def cover(run: SimulationResult) -> None:
+    """Notes the cases ``run`` exercised (:data:`COVERAGE`): only what can change an output."""
+    if run.timers_before_end or run.event_timers_fired:
+        note(TIMERS_USED)
     if run.timers_before_end:
         note("timer fired before end of input")
-    if run.interrupted_firings_seen:
-        note("timer firing interrupted")
+    if run.event_timers_before_end:
+        note(EVENT_TIMERS_MID_STREAM)
+    if run.split_records:
+        note("timer firing interrupted")  # a record ran between two parts of a firing
+    if run.split_due_key_records:
+        note(SPLIT_CASE)
+    if run.split_timer_changes:
+        note("timer changed inside a split firing")
     if any(e[0] == "failover" and e[3] is not None for e in run.events):
         note("failure after a checkpoint")
+    if run.restored_timers:
+        note("restore with pending timers")
     for fault in run.faults_applied:
         if fault.kind == "fail_in_interrupted_firing":
             note("failure inside an interrupted firing")
@@ -280,44 +330,68 @@ def _same_output(scenario: Scenario, r: Runs):
     got = output(r.faulty)
     if got == output(r.off(0)):
         return None
-    lineage = [r.lineage(False), r.lineage(True)]
-    if lineage[0] is not None:
-        references = []
-        for run in lineage:
-            if isinstance(run, str):
-                return "failure-free-run-finishes", f"the operator fails without any fault: {run}"
-            references.append(output(run))
-            if got == references[-1]:
-                return None
-    else:  # no lineage (a rescale merged tasks): the failure-free runs of other schedules
-        references = []
-        for run in r.references():
-            if isinstance(run, str):
-                return "failure-free-run-finishes", f"the operator fails without any fault: {run}"
-            references.append(output(run))
-            if got == references[-1]:
-                return None
+    problem, references = _matches_lineage(r.faulty, r.lineage_references())
+    if problem is None:
+        return None
+    if problem == "no lineage":  # a rescale merged tasks: the failure-free runs of other schedules
+        problem, references = _matches_lineage(r.faulty, r.references())
+        if problem is None:
+            return None
         if _order_sensitive(r):
             note(FINDING_ARRIVAL_ORDER)
             return None  # no fault to blame: the failure-free runs disagree among themselves (a finding)
+    if isinstance(problem, tuple):
+        return problem
     if _split_sensitive(r):
-        return None  # where firings split changes this output: certify.interruptible-timers reports it
+        # where firings split changes this input's output (certify.interruptible-timers refuses
+        # that): exactly-once is then judged with interruptible timers off, faults as they were
+        return _same_output_unsplit(r)
     if _late_only(scenario, _same_output):
         return None
     return ("same-output-as-a-failure-free-run",
             f"the committed output matches no failure-free run of the same input"
-            f"{' in the same order' if lineage[0] is not None else ''}: {_difference(got, references[0])}")
+            f"{' in the same order' if r.faulty.lineage is not None else ''}: {_difference(got, references[0])}")
+
+
+def _matches_lineage(faulty: SimulationResult, candidates):
+    """(None, refs) when the faulty run's output is one of ``candidates`` (failure-free runs, made
+    lazily); ("no lineage", []) when there are none; a problem tuple when one of them fails;
+    else ("different", refs)."""
+    got, references = output(faulty), []
+    for run in candidates:
+        if run is None:
+            return "no lineage", references
+        if isinstance(run, str):
+            return ("failure-free-run-finishes", f"the operator fails without any fault: {run}"), references
+        references.append(output(run))
+        if got == references[-1]:
+            return None, references
+    return "different", references
+
+
+def _same_output_unsplit(r: Runs):
+    """Exactly-once with interruptible timers off: the faulty run's faults, firings never split,
+    against the failure-free run in its own lineage."""
+    faulty = r._get("faulty-unsplit", lambda: _run(r.scenario, False, r.seeds[0], faults_of(r.scenario)))
+    if isinstance(faulty, str):
+        return "job-finishes", faulty
+    if faulty.lineage is None:
+        return None  # merged by a rescale: no single order to compare with (see docs/certify.md)
+    reference = r._get("faulty-unsplit-reference",
+                       lambda: _run(r.scenario, False, r.seeds[0], lineage=faulty.lineage))
+    if isinstance(reference, str):
+        return "failure-free-run-finishes", f"the operator fails without any fault: {reference}"
+    if output(faulty) == output(reference):
+        return None
+    return ("same-output-as-a-failure-free-run",
+            "with interruptible timers off, the committed output matches no failure-free run of the same input "
+            f"in the same order: {_difference(output(faulty), output(reference))}")
 
 
 def _split_sensitive(r: Runs) -> bool:
-    """Does splitting firings elsewhere change the output of this input (in the faulty run's order)?"""
-    if not isinstance(r.split, str) and output(r.split) != output(r.off(0)):
-        return True
-    base = r.lineage(False)
-    if base is None or isinstance(base, str):
-        return False
-    return any(not isinstance(x, str) and x is not None and output(x) != output(base)
-               for x in (r.lineage_split(k) for k in range(3)))
+    """Does splitting firings change the output of this input (in a failure-free order)?"""
+    base = r.off(0)
+    return any(not isinstance(x, str) and output(x) != output(base) for x in r.splits())
 
 
 def explain(scenario: Scenario) -> str:
@@ -335,22 +409,24 @@ def _order_sensitive(r: Runs) -> bool:
 
 
 def _interruptible(scenario: Scenario, r: Runs):
-    for run in (r.off(0), r.split):
-        if isinstance(run, str):
-            return "failure-free-run-finishes", f"the operator fails without any fault: {run}"
-    cover(r.split)
-    if output(r.split) == output(r.off(0)):
-        return None
-    if _order_sensitive(r):
-        if output(r.split) in [output(r.off(i)) for i in range(len(r.seeds))]:
-            return None
-        note(FINDING_ARRIVAL_ORDER)
-        return None
-    if _late_only(scenario, _interruptible):
-        return None
-    return ("same-output-with-split-firings",
-            f"splitting timer firings (FLIP-443) changes the output: {_difference(output(r.split), output(r.off(0)))} "
-            f"({r.split.interrupted_firings_seen} interrupted firings; the same input in the same order)")
+    """FLIP-443 on its own: the input in one failure-free order, timers never split, against the
+    same input in the same order with firings split (:meth:`Runs.splits`). No finding excuses a
+    difference here: the order is fixed, so only the splits can have made it."""
+    base = r.off(0)
+    if isinstance(base, str):
+        return "failure-free-run-finishes", f"the operator fails without any fault: {base}"
+    for split in r.splits():
+        if isinstance(split, str):
+            return ("same-output-with-split-firings",
+                    f"with timer firings split (FLIP-443) the operator fails on input it handles unsplit: {split}")
+        cover(split)
+        if output(split) != output(base):
+            return ("same-output-with-split-firings",
+                    f"splitting timer firings (FLIP-443) changes the output: "
+                    f"{_difference(output(split), output(base))} ({split.interrupted_firings_seen} interrupted "
+                    f"firings, {split.split_due_key_records} records of a key whose timer was due ran between "
+                    f"their parts; the same input in the same order)")
+    return None
 
 
 def _on_faulty(check):

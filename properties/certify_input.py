@@ -27,6 +27,7 @@ from streamproof.properties.job.values import UnencodableValue, encode
 from streamproof.properties.scenario import JSON, Scenario
 
 DEFAULT_SPAN = 60  # the built-in scenarios' time range
+PROBE_CALLBACK_SECONDS = 5.0  # a user callback of the timer probe running longer ends the probe
 # processing time that passes before a record (ms): mostly none or little, sometimes a pause
 PROCESSING_PAUSES = (0, 0, 0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
@@ -157,14 +158,18 @@ def time_span(cls: type) -> int:
 
 
 # -- scenarios ---------------------------------------------------------------------------------
-def _faults(draw, st) -> list:
+def _faults(draw, st, inputs: int = 100) -> list:
+    """Failures, a failure inside an interrupted firing, a rescale; each at a simulation step
+    within the job's likely length (about four steps per input element), so it lands while the
+    job runs, after checkpoints as often as before them."""
+    last = 10 + 4 * inputs
     steps: list = []
     for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, 400)), None))
+        steps.append(Fail(draw(st.integers(1, last)), None))
     if draw(st.booleans()):
         steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
     if draw(st.booleans()):
-        steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
+        steps.append(Rescale(draw(st.integers(1, last)), draw(st.integers(1, 3))))
     return steps
 
 
@@ -179,51 +184,166 @@ def _params(draw, st, operator: str, sources: int, late: bool) -> dict:
 
 
 def user_scenarios(operator: str, spec: RecordSpec):
-    """Scenarios of the user's records: 1-3 sources, records out of order within a source, bounded
-    out-of-orderness watermarks (records below them are late, as in a real source), faults."""
+    """Scenarios of the user's records, of two shapes (drawn half and half):
+
+    - *spread*: 1-3 sources (each record to one at random), records out of order within a
+      source, bounded out-of-orderness watermarks after some records (records below them are
+      late, as in a real source), processing-time pauses, faults;
+    - *burst*: the shape FLIP-443 changes outputs in: one source, records in timestamp order
+      (a ``--stream`` in its own order), no watermark until one or two late points, so that one
+      watermark makes the timers of several keys due at once, and right after it the records of
+      keys seen before it (keys whose timers it made due), then faults as above.
+    """
     from hypothesis import strategies as st
 
     records = spec.strategy()
 
     @st.composite
     def scenarios(draw) -> Scenario:
-        sources = draw(st.integers(1, 3), label="sources")
         if spec.whole:
             drawn = draw(records, label="input")
             if not isinstance(drawn, (list, tuple)) or not drawn:
                 raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
                                  f"{_short(drawn)}: a whole input is a non-empty list of records")
-        else:
-            drawn = draw(st.lists(records, min_size=1, max_size=24), label="records")
+        burst = draw(st.booleans(), label="burst shape")
+        if not spec.whole:
+            drawn = draw(st.lists(records, min_size=6 if burst else 1, max_size=24), label="records")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
         bound = draw(st.sampled_from([0, span // 20, span // 5]), label="out-of-orderness")
-        steps: list = []
-        highest: dict[int, int] = {}
-        watermark: dict[int, int] = {}
-        clock: dict[int, int] = {}
-        for record, key, ts in stamped:
-            source = draw(st.integers(0, sources - 1))
-            steps.append(UserRecord(source, JSON.freeze(_encoded(key)), JSON.freeze(_encoded(record)), ts))
-            highest[source] = max(ts, highest.get(source, ts))
-            candidate = highest[source] - bound - 1
-            if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
-                watermark[source] = candidate
-                steps.append(SourceWatermark(source, candidate))
-            # processing time: records come in quickly, with pauses now and then (not event time)
-            pause = draw(st.sampled_from(PROCESSING_PAUSES), label="processing-time pause")
-            if pause:
-                clock[source] = clock.get(source, 0) + pause
-                steps.append(ProcessingTime(source, clock[source]))
-        for source in sorted(clock):
-            if draw(st.booleans()):  # a long while later: processing-time timers come due before end of input
-                steps.append(ProcessingTime(source, clock[source] + 10 * span))
-        steps += _faults(draw, st)
+        if burst:
+            sources, steps = 1, _burst(draw, st, operator, stamped, bound, spec, records)
+        else:
+            sources = draw(st.integers(1, 3), label="sources")
+            steps = _spread(draw, st, stamped, bound, sources, span)
+        steps += _faults(draw, st, len(steps))
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input"}
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
+
+
+def _record_step(source: int, record: Any, key: Any, ts: int) -> UserRecord:
+    return UserRecord(source, JSON.freeze(_encoded(key)), JSON.freeze(_encoded(record)), ts)
+
+
+def _spread(draw, st, stamped: list, bound: int, sources: int, span: int) -> list:
+    steps: list = []
+    highest: dict[int, int] = {}
+    watermark: dict[int, int] = {}
+    clock: dict[int, int] = {}
+    for record, key, ts in stamped:
+        source = draw(st.integers(0, sources - 1))
+        steps.append(_record_step(source, record, key, ts))
+        highest[source] = max(ts, highest.get(source, ts))
+        candidate = highest[source] - bound - 1
+        if draw(st.booleans()) and candidate > watermark.get(source, candidate - 1):
+            watermark[source] = candidate
+            steps.append(SourceWatermark(source, candidate))
+        # processing time: records come in quickly, with pauses now and then (not event time)
+        pause = draw(st.sampled_from(PROCESSING_PAUSES), label="processing-time pause")
+        if pause:
+            clock[source] = clock.get(source, 0) + pause
+            steps.append(ProcessingTime(source, clock[source]))
+    for source in sorted(clock):
+        if draw(st.booleans()):  # a long while later: processing-time timers come due before end of input
+            steps.append(ProcessingTime(source, clock[source] + 10 * span))
+    return steps
+
+
+def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec, records) -> list:
+    """One source; the records in timestamp order (a ``--stream`` in its own order) up to a burst
+    point, then one watermark that makes several event-time timers due at once, then first the
+    records of those keys (keys whose timer fires third or later first: a split firing's first two
+    parts have no input between them; with ``--records``, more records of those keys drawn from
+    the user's strategy), then the rest. Which timers are pending at each point is learnt by
+    running the operator over the records (:func:`pending_timers`); the watermark is the
+    bounded-out-of-orderness one, raised to a pending timer's time when that makes more timers due
+    (records behind it are late, which a source's watermark strategy allows)."""
+    in_order = spec.whole
+    ordered = list(stamped) if in_order else sorted(stamped, key=lambda item: item[2])
+    n = len(ordered)
+    pending = pending_timers(operator, ordered)
+    choices = _burst_choices(ordered, pending, bound)
+    if choices:
+        point, watermark = draw(st.sampled_from(choices), label="burst point and watermark")
+    else:
+        point = draw(st.integers(max(0, n // 3), n - 1), label="burst point")
+        watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
+    timers = pending[point] if point < len(pending) else []
+    position: dict = {}
+    for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
+        position.setdefault(key, index)
+    steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
+    steps.append(SourceWatermark(0, watermark))
+    rest = ordered[point + 1:]
+    if not in_order:
+        more = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=4, max_size=12), label="records after it")]
+        rest = [x for x in more if repr(x[1]) in position] + rest
+        rest = sorted(rest, key=lambda item: (position.get(repr(item[1]), -1) < 2, position.get(repr(item[1]), 0)))
+    steps += [_record_step(0, record, key, ts) for record, key, ts in rest]
+    return steps
+
+
+def _burst_choices(ordered: list, pending: list, bound: int) -> list[tuple[int, int]]:
+    """The (burst point, watermark) pairs under which the most records after the watermark meet a
+    due timer of their key not fired yet when every timer is a part of its own (the record ``j``
+    after the watermark runs before the due timer ``j + 2``, counted from 0); with ``--records``
+    more records of due keys are drawn, so points that make three or more keys due count too."""
+    best, choices = 0, []
+    for point in range(min(len(ordered) - 1, len(pending))):
+        timers = pending[point]
+        if not timers:
+            continue
+        generated = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
+        for watermark in sorted({generated} | {t[0] for t in timers if t[0] > generated}):
+            position: dict = {}
+            for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
+                position.setdefault(key, index)
+            after = ordered[point + 1:point + 1 + len(position)]
+            score = sum(1 for j, (_, key, _) in enumerate(after) if position.get(repr(key), -1) >= j + 2)
+            score = score * 100 + sum(1 for p in position.values() if p >= 2)
+            if score > best:
+                best, choices = score, []
+            if score == best and score:
+                choices.append((point, watermark))
+    return choices
+
+
+def pending_timers(operator: str, ordered: list) -> list[list]:
+    """Per record of ``ordered`` ((record, key, ts) in input order), the event-time timers pending
+    after it, as (timestamp, repr(key)): the operator run over the records alone, no watermark
+    (a probe: any error ends it early; what it learnt so far is returned)."""
+    from streamproof.impl.keygroups import KeyGroupRange
+    from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
+    from streamproof.impl.timers import ManualProcessingTimeService
+    from streamproof.properties.job.functions import FUNCTIONS
+    from streamproof.properties.job.steps import CompositeKey
+    from streamproof.properties.job.values import decode
+
+    found: list[list] = []
+    factory = FUNCTIONS.get(operator)
+    if factory is None:
+        return found
+    try:
+        operator_ = KeyedProcessOperator(factory(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0),
+                                         lambda value, ts: None, emit_side=lambda tag, value, ts: None,
+                                         max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
+        operator_.open()
+        names: dict = {}
+        for record, key, ts in ordered:
+            routed = decode(encode(key))
+            if isinstance(routed, bool) or not isinstance(routed, (str, int)):
+                routed = CompositeKey.of(routed)
+            names[routed] = repr(key)
+            operator_.process_element(StreamRecord(routed, decode(encode(record)), ts))
+            found.append(sorted((timer[0], names.get(timer[1], repr(timer[1])))
+                                for service in operator_.time_service_manager.services.values()
+                                for timer in service.event_time_timers_queue))
+    except Exception:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
+        pass
+    return found
 
 
 def builtin_scenarios(operator: str, span: int):

@@ -60,7 +60,7 @@ class Interrupted(KeyboardInterrupt):
 
 def exploration_settings(examples: int, step_count: int = 40, shrink: bool = True) -> settings:
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
-    if shrink:
+    if shrink is True:
         phases.append(Phase.shrink)
     return settings(
         max_examples=examples, stateful_step_count=step_count, deadline=None, database=None,
@@ -75,6 +75,8 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
 
     ``progress(examples_done, shrinking)`` is called after every counted example and, once a
     failure was found, after every re-run of shrinking (a progress display; it must be cheap).
+    ``shrink="domain"`` skips Hypothesis' own shrinking and reduces with the domain-aware passes
+    alone (a deterministic budget of checks: for properties whose checks are costly).
     """
     if prop.machine is None and prop.strategy is None:
         raise ValueError(f"property {prop.name!r} has neither a state machine nor a strategy to explore")

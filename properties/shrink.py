@@ -282,8 +282,12 @@ class Shrinker:
             yield {**d, "params": {**d.get("params", {}), "graph": candidate}, "steps": steps}
 
     def normalise(self, d: Doc) -> Iterator[Doc]:
-        """Timestamps replaced by their rank, keys renamed a, b, c (in order of appearance), values 1."""
+        """Timestamps replaced by their rank, keys renamed a, b, c (in order of appearance), values 1.
+        Not for a user's records (``user_record``): their key and timestamp are what the user's
+        key selector and timestamp assigner give for their data, and must stay so."""
         steps = d["steps"]
+        if _user_records(steps):
+            return
         stamped = _stamped(steps)
         values = sorted({steps[i][TS_FIELDS[steps[i]["op"]]] for i in stamped})
         if values:
@@ -296,8 +300,11 @@ class Shrinker:
             yield {**d, "steps": [{**s, "value": 1} if s["op"] == "record" else s for s in steps]}
 
     def merge(self, d: Doc) -> Iterator[Doc]:
-        """Two keys made one, two neighbouring timestamps made one, one value made 1."""
+        """Two keys made one, two neighbouring timestamps made one, one value made 1 (not for a
+        user's records: see :meth:`normalise`)."""
         steps = d["steps"]
+        if _user_records(steps):
+            return
         keys = _keys(steps)
         for i in range(1, len(keys)):
             for j in range(i):
@@ -324,6 +331,10 @@ class Shrinker:
 
 
 # ------------------------------------------------------------------------------------- helpers
+
+def _user_records(steps: list) -> bool:
+    return any(s["op"] == "user_record" for s in steps)
+
 
 def _replace_step(d: Doc, i: int, new: dict) -> Doc:
     return {**d, "steps": d["steps"][:i] + [new] + d["steps"][i + 1:]}
