@@ -9,8 +9,9 @@ EndOfData are broadcast. Time is simulated; :mod:`streamproof.impl.sim` decides 
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,7 +24,21 @@ from streamproof.impl.sink import ExternalSystem
 from streamproof.impl.task import (
     CheckpointBarrier, EndOfData, OperatorTask, ProcessingTimeAdvance, TaskConfig, TaskSnapshot, Watermark,
 )
-from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK, TIE_ORDERS, ManualProcessingTimeService
+
+
+@dataclass(frozen=True)
+class PeriodicWatermark(Watermark):
+    """An emission point of a source's bounded-out-of-orderness watermark generator (Flink's
+    ``BoundedOutOfOrdernessWatermarks`` behind the source's periodic emitter): here the source
+    emits ``max(timestamps of the records it emitted since its (re)start) - bound - 1`` when that
+    is above every watermark it emitted since its (re)start, else nothing. A restarted source
+    task starts a new generator, so after a restore the watermarks come from the replayed
+    records. ``timestamp`` is what the generator emits here in a failure-free run (the value a
+    runtime that does not restart generators, the job-graph runtime, and the model use).
+    docs/decisions.md, "Watermarks after a restore"."""
+
+    bound: int = 0
 
 
 @dataclass
@@ -46,6 +61,23 @@ class JobSpec:
     # per subtask, the channels to consume input from, in order (a failure-free replay of a run's
     # committed lineage); None: round robin over the channels with data
     forced_lineage: list | None = None
+    # a counterfactual, never Flink: restored tasks resume at the input watermark their snapshots
+    # had processed (certification's check that a difference comes only from watermarks not being
+    # checkpointed, docs/certify.md)
+    restore_watermarks: bool = False
+    # the order in which event- and processing-time timers with equal timestamps fire (Flink
+    # leaves it open): "insertion" (registration order), "reversed" (the reverse of it) or
+    # "key-group" (by key group, then registration order: what a restore gives)
+    timer_tie_order: str = "insertion"
+    # FLIP-147: a source that had ended when a checkpoint was triggered is restored as finished
+    # (its channels end first, before any source emits). None: when a source's watermarks come
+    # from a generator (PeriodicWatermark elements, params.watermark_bound); False: it ends again
+    # whenever the scheduler picks it (what every run did before; existing scenarios keep it)
+    ended_sources_finished_on_restore: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.timer_tie_order not in TIE_ORDERS:
+            raise ValueError(f"timer_tie_order must be one of {', '.join(TIE_ORDERS)}, got {self.timer_tie_order!r}")
 
 
 @dataclass
@@ -54,15 +86,22 @@ class CompletedCheckpoint:
     source_offsets: list[int]
     task_snapshots: list[TaskSnapshot]
     parallelism: int | tuple  # the job's layout: its parallelism (a graph: every chain's)
+    sources_ended: list[bool] | None = None  # per source: it had sent EndOfData when the checkpoint was triggered
 
 
 class SourceTask:
-    """A bounded source subtask with an offset (its checkpointed state)."""
+    """A bounded source subtask with an offset (its checkpointed state).
+
+    Its :class:`PeriodicWatermark` elements are the emission points of a watermark generator that
+    restarts with the task (``max_timestamp`` and ``generated`` count from this (re)start only)."""
 
     def __init__(self, index: int, elements: list, offset: int, job: "Job"):
         self.index, self.elements, self.offset, self.job = index, elements, offset, job
         self.ended = False      # sent EndOfData (drain): nothing more, barriers included
         self.exhausted = False  # no-drain: input read, the channel stays open for the stop savepoint
+        self.max_timestamp: int | None = None  # the generator: highest record timestamp since this (re)start
+        self.generated = MIN_WATERMARK         # ... and the highest watermark it emitted since then
+        self.restart_tick = self._restart_tick()
 
     def is_runnable(self) -> bool:
         if self.ended or self.exhausted:
@@ -79,15 +118,62 @@ class SourceTask:
             self.offset += 1
             if isinstance(element, StreamRecord):
                 self.job.send(self.index, self.job.route(element), element)
+                if self.max_timestamp is None or element.timestamp > self.max_timestamp:
+                    self.max_timestamp = element.timestamp
+                if self.restart_tick is not None and self.restart_tick[0] == self.offset - 1:
+                    self.tick(self.restart_tick[1])
+                    # where the restarted generator emitted, and what: a failure-free run may too
+                    events = getattr(self.job, "events", None)
+                    if events is not None:
+                        events.append(("regenerated-watermark", self.index, self.offset - 1, self.generated))
+            elif isinstance(element, PeriodicWatermark):
+                self.tick(element.bound)
             else:
                 self.job.broadcast(self.index, element)
             return
         if not self.job.spec.config.drain:
             self.exhausted = True  # stop-with-savepoint without drain: no MAX_WATERMARK, no EndOfData
             return
+        self.end()
+
+    def end(self) -> None:
+        """End of input with drain: MAX_WATERMARK, then EndOfData."""
         self.job.broadcast(self.index, Watermark(MAX_WATERMARK))
         self.job.broadcast(self.index, EndOfData())
         self.ended = True
+
+    def tick(self, bound: int) -> None:
+        """An emission point of the bounded-out-of-orderness generator (nothing before the first
+        record since the (re)start, nothing that is not above what it emitted since then)."""
+        if self.max_timestamp is None:
+            return
+        watermark = self.max_timestamp - bound - 1
+        if watermark > self.generated:
+            self.generated = watermark
+            self.job.broadcast(self.index, Watermark(watermark))
+
+    def _restart_tick(self) -> tuple[int, int] | None:
+        """After a restore: ``(index of a record, bound)`` when the restarted generator ticks once
+        right after that record, the first one it reads. Only when the restart took a watermark
+        away (a failure-free run had emitted one by the offset) and the element list has no
+        emission point left where the generator could regain it while records remain: Flink's
+        periodic emitter ticks within one interval of the restart while the source reads
+        (docs/decisions.md, "Watermarks after a restore")."""
+        if self.offset == 0 or any(isinstance(e, PeriodicWatermark) for e in self.elements[self.offset:]):
+            return None
+        highest, emitted, bound = None, MIN_WATERMARK, None
+        for element in self.elements[:self.offset]:  # the failure-free generator up to the offset
+            if isinstance(element, StreamRecord):
+                highest = element.timestamp if highest is None else max(highest, element.timestamp)
+            elif isinstance(element, PeriodicWatermark):
+                bound = element.bound
+                if highest is not None:
+                    emitted = max(emitted, highest - bound - 1)
+        if emitted == MIN_WATERMARK:
+            return None
+        records = (i for i in range(self.offset, len(self.elements)) if isinstance(self.elements[i], StreamRecord))
+        first = next(records, None)
+        return None if first is None else (first, bound)
 
 
 class CheckpointCoordinator:
@@ -127,6 +213,7 @@ class CheckpointCoordinator:
         self.next_trigger = now + self.interval
         self.pending[checkpoint_id] = {
             "offsets": [s.offset for s in self.job.sources],
+            "ended": [s.ended for s in self.job.sources],
             "acks": {},
             "expected": {t.subtask_index for t in self.job.tasks if t.state != t.TERMINATED},
         }
@@ -147,7 +234,8 @@ class CheckpointCoordinator:
         if set(pending["acks"]) >= pending["expected"]:
             del self.pending[checkpoint_id]
             done = CompletedCheckpoint(checkpoint_id, pending["offsets"],
-                                       [pending["acks"][i] for i in sorted(pending["acks"])], self.job.layout())
+                                       [pending["acks"][i] for i in sorted(pending["acks"])], self.job.layout(),
+                                       pending["ended"])
             if self.latest() is not None:
                 done = self._carry_terminated(done)
             self.completed.append(done)
@@ -167,7 +255,7 @@ class CheckpointCoordinator:
             return done
         carried = [s for s in latest.task_snapshots if s.subtask_index not in have and s.subtask_index in terminated]
         snapshots = sorted(done.task_snapshots + carried, key=lambda s: s.subtask_index)
-        return CompletedCheckpoint(done.checkpoint_id, done.source_offsets, snapshots, done.parallelism)
+        return dataclasses.replace(done, task_snapshots=snapshots)
 
     def task_finished(self, task: OperatorTask) -> None:
         """FLIP-147: a task whose input ended acknowledges the checkpoints still pending."""
@@ -196,6 +284,9 @@ class Job:
         self.coordinator = CheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
         self.bookkeeping = TaskBookkeeping()
+        finished = spec.ended_sources_finished_on_restore
+        self.ended_sources_finished_on_restore = finished if finished is not None else any(
+            isinstance(e, PeriodicWatermark) for elements in spec.sources for e in elements)
         self._deploy(None)
 
     # -- topology ---------------------------------------------------------------------------
@@ -231,6 +322,8 @@ class Job:
             task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
                                 len(spec.sources), MailboxTimers(clock, self, i), self.external, spec.config,
                                 self._acknowledger(self.attempt))
+            if spec.timer_tie_order != "insertion":  # before restore and open() create the timer services
+                task.operator.time_service_manager.set_tie_order(spec.timer_tie_order)
             if spec.processing_time == "input":
                 task.advance_processing_time = self._input_clock(clock)
             task.on_finished = self.coordinator.task_finished
@@ -242,10 +335,11 @@ class Job:
             self.output_logs.append((self.attempt, i, task.output_log))
         if checkpoint is not None:
             self._restore(checkpoint)
+            if self.ended_sources_finished_on_restore:
+                self._end_finished_sources(checkpoint)
             for task in self.tasks:
                 task.inherited = self._restored_lineage(checkpoint, task.subtask_index)
         elif spec.forced_lineage is not None:
-            from collections import deque
             for task, lineage in zip(self.tasks, spec.forced_lineage):
                 task.forced = deque(lineage)
                 task.source_done = lambda channel: self.sources[channel].ended or self.sources[channel].exhausted
@@ -259,13 +353,31 @@ class Job:
                      if s.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
             sink_states = [s.sink for s in checkpoint.task_snapshots if s.subtask_index % p == task.subtask_index]
             task.restore(owned, sink_states)
+            if self.spec.restore_watermarks and owned:
+                task.restored_watermark = min(snap.watermark for snap in owned)
         self._replay_channel_state(checkpoint)
+
+    def _end_finished_sources(self, checkpoint: CompletedCheckpoint) -> None:
+        """FLIP-147: a source subtask that had sent EndOfData when the checkpoint was triggered is
+        restored as finished (Flink's ``StreamTaskFinishedOnRestoreSourceInput``: MAX_WATERMARK,
+        then end of data, at once). Its channels end at the start of the attempt, before any
+        source emits, and every task consumes what is queued on them (replayed channel state
+        first) before anything else, so no other channel's watermark waits for them."""
+        ended = [i for i, done in enumerate(checkpoint.sources_ended or ()) if done]
+        if not ended:
+            return
+        for i in ended:
+            self.sources[i].end()
+        for task in self.tasks:
+            task.forced = deque(channel for channel in ended for _ in task.inputs[channel])
 
     def _replay_channel_state(self, checkpoint: CompletedCheckpoint) -> None:
         """Unaligned checkpoints: the persisted in-flight data is delivered again before anything
         the sources send after their restored offsets. It holds every stream element, watermarks
         included (Flink persists the buffers, not only the records): records are re-routed by key
         group; a watermark goes to the tasks on its channel, in order with that channel's records.
+        (Replayed watermarks are the old generators' values; a restarted generator's lower ones do
+        not lower the channel again: the valve keeps each channel's maximum.)
         After a rescale the old subtasks' buffers of one channel are merged, which Flink keeps
         apart (virtual channels, each with its own watermark); here a channel then gets its
         records in order and, after them, the smallest watermark every old buffer had reached,

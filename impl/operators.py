@@ -20,6 +20,7 @@ from streamproof.impl.snapshots import restore_from_snapshots, start_snapshot
 from streamproof.impl.timers import (
     InternalTimeServiceManager, InternalTimer, InternalTimerService, KeyContext, MAX_WATERMARK,
 )
+from streamproof.impl.user_clock import user_clock_for
 
 VOID_NAMESPACE = ""  # Flink's VoidNamespace: user timers have no namespace
 USER_TIMERS = "user-timers"
@@ -534,6 +535,13 @@ class KeyedProcessOperator:
         self.timers_fired = 0
         if getattr(function, "timer_termination_action", None) is not None:
             self.set_timer_termination_action(function.timer_termination_action)
+        # time.sleep/time.time/datetime.now in the user's module: the processing time (impl/user_clock.py)
+        self._user_clock = user_clock_for(function, self._processing_time_ms)
+
+    def _processing_time_ms(self) -> int:
+        service = self.user_timer_service
+        return (service.current_processing_time() if service is not None
+                else self.processing_time_service.current_processing_time())
 
     def set_timer_termination_action(self, action) -> None:
         """FLIP-269 per-operator override of every processing-time timer's termination action
@@ -591,6 +599,9 @@ class KeyedProcessOperator:
         if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5
                                   or signal.getsignal(_Watchdog.signum) is not _on_alarm):
             _Watchdog.arm(limit, now)  # not armed, lost, or armed too late for this callback
+        clock = self._user_clock
+        if clock is not None:
+            clock.enter()
         try:
             return method(*args)
         except SystemExit as exit_:
@@ -603,6 +614,8 @@ class KeyedProcessOperator:
         except _CallbackAbort:
             raise self._limit_error("ran longer than", f"{self.max_seconds_per_callback:g} s") from None
         finally:
+            if clock is not None:
+                clock.exit()
             self._callback = _Watchdog.current = None
 
     def _guarded_nested(self, callback: str, method, args):
@@ -616,6 +629,9 @@ class KeyedProcessOperator:
         if limit is not None and (now + limit < _Watchdog.fire_at or now > _Watchdog.fire_at + 0.5
                                   or signal.getsignal(_Watchdog.signum) is not _on_alarm):
             _Watchdog.arm(limit, now)
+        clock = self._user_clock
+        if clock is not None:
+            clock.enter()
         try:
             return method(*args)
         except SystemExit as exit_:
@@ -628,6 +644,8 @@ class KeyedProcessOperator:
         except _CallbackAbort:
             raise self._limit_error("ran longer than", f"{self.max_seconds_per_callback:g} s") from None
         finally:
+            if clock is not None:
+                clock.exit()
             self._callback, self._started, self._outputs, self._timers, _Watchdog.current = outer
 
     def _exit_error(self, exit_: SystemExit) -> UserCodeError:

@@ -30,6 +30,7 @@ class Fault:
     parallelism: int | None = None
     after_checkpoint: bool = False  # fail_in_interrupted_firing: only after a checkpoint completed during it
     operator: str | None = None  # rescale of a job graph: the operator whose chain (and forward group) rescales
+    checkpoints: int = 0  # fail / rescale: not before this many checkpoints completed (in the whole run)
 
 
 @dataclass
@@ -67,6 +68,10 @@ class SimulationResult:
     event_timers_fired: int = 0  # event-time timers fired by watermarks, every attempt (MAX_WATERMARK's too)
     event_timers_before_end: int = 0  # ... by watermarks below MAX_WATERMARK
     restored_timers: int = 0  # timers restored from checkpoints, every attempt
+    snapshots_with_timers: int = 0  # task snapshots taken while timers were pending, every attempt
+    # per key group, what the final tasks' committed state and output consumed, in order
+    # (OperatorTask.history): each key group's failure-free run
+    histories: dict = field(default_factory=dict)
 
 
 def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -104,7 +109,8 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
                 job.failover(victim.subtask_index, "failure inside an interrupted firing")
                 continue
         completed_seen = completed_now
-        due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step), None)
+        due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step
+                    and (not f.checkpoints or len(job.coordinator.completed) >= f.checkpoints)), None)
         if due is not None:
             pending.remove(due)
             applied.append(due)
@@ -149,7 +155,9 @@ def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> Simula
                             event_timers_fired=sum(t.watermark_processor.event_timers_fired for t in job.all_tasks),
                             event_timers_before_end=sum(t.watermark_processor.event_timers_fired_before_end
                                                         for t in job.all_tasks),
-                            restored_timers=sum(t.restored_timers for t in job.all_tasks))
+                            restored_timers=sum(t.restored_timers for t in job.all_tasks),
+                            snapshots_with_timers=sum(t.snapshots_with_timers for t in job.all_tasks),
+                            histories={kg: entries for t in job.tasks for kg, entries in t.history.items()})
 
 
 def _lineage(job: Job) -> list | None:

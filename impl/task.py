@@ -189,6 +189,12 @@ class TaskSnapshot:
     sink: dict
     channel_state: list = field(default_factory=list)  # (channel, element) captured by an unaligned checkpoint
     processing_time: int = 0  # the task's clock (input-driven processing time is part of the replayed input)
+    # the input watermark the task had processed: not restored (Flink does not checkpoint
+    # watermarks), except by the counterfactual JobSpec.restore_watermarks
+    watermark: int = MIN_WATERMARK
+    # per key group, what was consumed (OperatorTask.history) as (the task's list, its length at the
+    # snapshot): the list only grows, so its prefix is the snapshot's without copying it
+    history: dict = field(default_factory=dict)
     lineage: list | None = field(default_factory=list)  # channels of the input consumed up to the snapshot, in order
     # a task of a job graph: its chain, its index in the chain's subtasks, the ids of its input channels
     vertex: str | None = None
@@ -292,6 +298,13 @@ class OperatorTask:
         # those of a key with a due timer not fired yet, those that registered or deleted a timer
         self.split_records = self.split_due_key_records = self.split_timer_changes = 0
         self.restored_timers = 0  # metric: timers this attempt restored from a checkpoint
+        self.snapshots_with_timers = 0  # metric: snapshots taken while timers were pending
+        self.restored_watermark = MIN_WATERMARK  # set only by the counterfactual JobSpec.restore_watermarks
+        # per key group of this task, what it consumed in order (inherited from the snapshot that
+        # owned the key group): ("r", key, value, ts) records, ("w", ts) watermarks it processed,
+        # ("p", ts) processing-time advances; the failure-free run each key group's committed
+        # output came from (certification's reference after a rescale)
+        self.history: dict[int, list] = {}
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
 
@@ -300,10 +313,24 @@ class OperatorTask:
         """Initializes state from the snapshots of the previous attempts (any parallelism)."""
         self.operator.initialize_state([snap.operator for snap in snapshots])
         self.sink.initialize_state(sink_states)
+        kgr = self.key_group_range
+        for snap in snapshots:
+            for key_group, (entries, length) in snap.history.items():
+                if kgr.contains(key_group) and snap.key_group_range.contains(key_group):
+                    self.history[key_group] = entries[:length]
         self.restored_timers = -1  # counted once open() brought the timer services back
 
     def open(self) -> None:
         self.operator.open()
+        if self.restored_watermark > MIN_WATERMARK:  # the counterfactual JobSpec.restore_watermarks
+            # resume at the watermark (nothing fires now: due timers fire with the next one, as
+            # the timers of an interrupted firing do after a restore)
+            watermark = self.restored_watermark
+            self.valve.watermarks = [watermark] * len(self.valve.watermarks)
+            self.valve.last_output = watermark
+            self.watermark_processor.max_input_watermark = watermark
+            for service in self.operator.time_service_manager.services.values():
+                service.current_watermark = max(service.current_watermark, watermark)
         if self.restored_timers:
             manager = self.operator.time_service_manager
             self.restored_timers = manager.num_event_time_timers() + manager.num_processing_time_timers()
@@ -366,14 +393,17 @@ class OperatorTask:
         if isinstance(element, StreamRecord):
             if element.timestamp <= self.valve.last_output:
                 self.late_records += 1  # at or below the watermark already processed: late (metric)
+            self._remember(("r", element.key, element.value, element.timestamp), element.key)
             self._process_record(element)
         elif isinstance(element, Watermark):
             combined = self.valve.input_watermark(channel, element.timestamp)
             if combined is not None:
                 self._note_end_of_time(combined)
+                self._remember(("w", combined))
                 self._process_watermark(combined)
         elif isinstance(element, ProcessingTimeAdvance):
             if self.advance_processing_time is not None:
+                self._remember(("p", element.timestamp))
                 self.advance_processing_time(element.timestamp)
         elif isinstance(element, CheckpointBarrier):
             self._on_barrier(channel, element.checkpoint_id, element.savepoint)
@@ -382,12 +412,25 @@ class OperatorTask:
             combined = self.valve.channel_finished(channel)
             if combined is not None:
                 self._note_end_of_time(combined)
+                self._remember(("w", combined))
                 self._process_watermark(combined)
             self._maybe_complete_alignment()
             if all(self.channels_ended):
                 self.state = self.ENDING
         else:
             raise TypeError(f"unknown input element {element!r}")
+
+    def _remember(self, entry: tuple, key: Any = None) -> None:
+        """Appends to the history of the record's key group, or of every key group (watermarks,
+        processing time)."""
+        kgr, operator = self.key_group_range, getattr(self, "operator", None)
+        if kgr is None or operator is None:  # a chain task: no history (job graphs use no lineage)
+            return
+        if key is not None:
+            self.history.setdefault(assign_to_key_group(key, operator.key_context.max_parallelism), []).append(entry)
+            return
+        for key_group in range(kgr.start_key_group, kgr.end_key_group + 1):
+            self.history.setdefault(key_group, []).append(entry)
 
     def _process_record(self, record: StreamRecord) -> None:
         if not self.firing_interrupted():
@@ -571,11 +614,16 @@ class OperatorTask:
         sink is chained)."""
 
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        manager = self.operator.time_service_manager
+        if manager.num_event_time_timers() or manager.num_processing_time_timers():
+            self.snapshots_with_timers += 1
         return TaskSnapshot(self.subtask_index, self.key_group_range,
                             self.operator.snapshot_state(self.config.snapshot_format),
                             self.sink.snapshot_state(checkpoint_id),
                             processing_time=self.processing_time_service.get_current_processing_time(),
-                            lineage=None if self.inherited is None else self.inherited + self.picks)
+                            lineage=None if self.inherited is None else self.inherited + self.picks,
+                            watermark=self.valve.last_output,
+                            history={kg: (entries, len(entries)) for kg, entries in self.history.items()})
 
     def trigger_checkpoint_after_input_ended(self, checkpoint_id: int) -> None:
         """FLIP-147: a task whose input ended is checkpointed directly (as a mail)."""

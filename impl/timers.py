@@ -26,12 +26,15 @@ from streamproof.impl.termination import TimerTerminationAction
 MIN_WATERMARK = INT64_MIN
 MAX_WATERMARK = INT64_MAX
 DEFAULT_FIRING_BUDGET = 1_000_000
+# The order of timers with equal timestamps, which Flink leaves open (docs/decisions.md):
+# registration order, its reverse, or by key group then registration order (what a restore gives).
+TIE_ORDERS = ("insertion", "reversed", "key-group")
 
 __all__ = [
     "InternalTimer", "Triggerable", "KeyContext", "ProcessingTimeService", "ScheduledTimer",
     "ManualProcessingTimeService", "InternalTimerService", "InternalTimeServiceManager",
     "InternalTimersSnapshot", "FlushResult", "TimerFiringBudgetExceeded", "NoCurrentKeyError", "TimestampOutOfRangeError", "KeyGroupOutOfRangeError",
-    "MIN_WATERMARK", "MAX_WATERMARK",
+    "MIN_WATERMARK", "MAX_WATERMARK", "TIE_ORDERS", "TieOrderedQueueSet",
 ]
 
 
@@ -170,6 +173,40 @@ class ManualProcessingTimeService:
 
 
 # -- the timer service ---------------------------------------------------------------------
+class TieOrderedQueueSet(KeyGroupedPriorityQueueSet):
+    """A timer queue whose timers of equal timestamp leave in another order Flink allows than
+    insertion order: ``reversed`` (the last registered first) or ``key-group`` (by key group,
+    then registration order, as timers restored key group by key group come back).
+
+    ``add`` returns True iff the timer is strictly earlier than the old head (or the queue was
+    empty), as insertion order gives: what the processing-time service needs to know (Flink
+    reschedules its physical timer only for a strictly earlier one), whatever the tie order."""
+
+    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable, tie_order: str):
+        if tie_order not in TIE_ORDERS[1:]:
+            raise ValueError(f"tie order must be one of {', '.join(TIE_ORDERS[1:])}, got {tie_order!r}")
+        super().__init__(key_group_range, key_group_of)
+        self.tie_order = tie_order
+
+    def add(self, element, key_group: int | None = None) -> bool:
+        if key_group is None:
+            key_group = self._key_group_of(element)
+        index = key_group - self._first
+        if index < 0 or index >= len(self._maps):
+            raise KeyGroupOutOfRangeError(key_group, self._range)
+        subset = self._maps[index]
+        if element in subset:
+            return False
+        head = self._peek_entry()
+        seq = next(self._seq)
+        # the heap's second item (unique per add: lazy deletion compares it with the map's value)
+        tie = -seq if self.tie_order == "reversed" else (index << 64) + seq
+        subset[element] = tie
+        self._size += 1
+        heapq.heappush(self._heap, (element[0], tie, element, index))
+        return head is None or element[0] < head[0]
+
+
 class InternalTimerService:
     """Event- and processing-time timers of one named service, partitioned by key group."""
 
@@ -181,6 +218,7 @@ class InternalTimerService:
         key_group_range: KeyGroupRange,
         triggerable: Triggerable | None = None,
         firing_budget: int = DEFAULT_FIRING_BUDGET,
+        tie_order: str = "insertion",
     ):
         self.name = name
         self.key_context = key_context
@@ -193,12 +231,12 @@ class InternalTimerService:
         def key_group_of(timer: InternalTimer) -> int:
             return assign_to_key_group(timer[1], max_parallelism)
 
-        self.event_time_timers_queue: KeyGroupedPriorityQueueSet[InternalTimer] = KeyGroupedPriorityQueueSet(
-            key_group_range, key_group_of
-        )
-        self.processing_time_timers_queue: KeyGroupedPriorityQueueSet[InternalTimer] = KeyGroupedPriorityQueueSet(
-            key_group_range, key_group_of
-        )
+        if tie_order == "insertion":
+            queues = [KeyGroupedPriorityQueueSet(key_group_range, key_group_of) for _ in range(2)]
+        else:
+            queues = [TieOrderedQueueSet(key_group_range, key_group_of, tie_order) for _ in range(2)]
+        self.event_time_timers_queue: KeyGroupedPriorityQueueSet[InternalTimer] = queues[0]
+        self.processing_time_timers_queue: KeyGroupedPriorityQueueSet[InternalTimer] = queues[1]
         self.current_watermark = MIN_WATERMARK
         self.next_timer: ScheduledTimer | None = None
         self.started = False
@@ -587,6 +625,17 @@ class InternalTimeServiceManager:
     # iteration order of the created services ((names seen, services seen) -> order).
     _registered: dict = field(default_factory=dict, repr=False, compare=False)
     _order: tuple = field(default=((), ()), repr=False, compare=False)
+    # the order of equal-timestamp timers in every service (TIE_ORDERS; set before any is created)
+    tie_order: str = "insertion"
+
+    def set_tie_order(self, tie_order: str) -> None:
+        """The order of equal-timestamp timers of the services created from now on: configuration,
+        set before the first service is created (restored timers wait for their service)."""
+        if tie_order not in TIE_ORDERS:
+            raise ValueError(f"tie order must be one of {', '.join(TIE_ORDERS)}, got {tie_order!r}")
+        if self.services and tie_order != self.tie_order:
+            raise ValueError(f"tie order set to {tie_order!r} after timer services were created")
+        self.tie_order = tie_order
 
     def _register_name(self, name: str) -> None:
         self._registered.setdefault(name, None)
@@ -605,7 +654,7 @@ class InternalTimeServiceManager:
         if service is None:
             service = InternalTimerService(
                 name, self.key_context, self.processing_time_service, self.key_group_range,
-                firing_budget=self.firing_budget,
+                firing_budget=self.firing_budget, tie_order=self.tie_order,
             )
             for key_group, snapshot in sorted(self._restored.pop(name, {}).items()):
                 service.restore_timers_for_key_group(snapshot, key_group)

@@ -111,7 +111,8 @@ def _import(spec: str, module_name: str):
 
 
 def load(spec: str, args: Any = None, records: str | None = None, key: str | None = None,
-         timestamp: str | None = None, span: int | None = None, stream: str | None = None) -> Subject:
+         timestamp: str | None = None, span: int | None = None, stream: str | None = None,
+         layout: str | None = None) -> Subject:
     """The operator ``spec`` (a class, or a function returning an instance), built with ``args``
     (a JSON list or object; default: the module's ``ARGS``, else none), and its input."""
     module_name, name = _split(spec)
@@ -133,7 +134,7 @@ def load(spec: str, args: Any = None, records: str | None = None, key: str | Non
     build = _builder(spec, name, target, args, adapter)
     build()  # fails here, with one line, if it cannot be built
     try:
-        record_spec = inputs.record_spec(module, records, key, timestamp, stream)
+        record_spec = inputs.record_spec(module, records, key, timestamp, stream, layout)
     except inputs.InputError as e:
         raise CertifyError(f"{spec!r}: {e}") from None
     if record_spec is None and not (isinstance(target, type) and issubclass(target, KeyedProcessFunction)):

@@ -32,6 +32,9 @@ PROBE_CALLBACK_SECONDS = 5.0  # a user callback of the timer probe running longe
 PROCESSING_PAUSES = (0, 0, 0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
 
+LAYOUTS = ("spread", "by-key", "one")  # how records are laid out over parallel sources (RecordSpec.layout)
+
+
 class InputError(ValueError):
     """The records, key selector or timestamp assigner cannot be used (one line)."""
 
@@ -47,6 +50,16 @@ class RecordSpec:
     timestamp: Callable[[Any], int]
     names: dict  # how each part was given, for the certificate and the replay command
     whole: bool = False
+    # how records are laid out over parallel source subtasks: "spread" (each record to one at
+    # random: a key's records may come from several, their order across them is Flink's to
+    # choose), "by-key" (each key's records from one source, in their order: a key-partitioned
+    # source), "one" (a single source, the whole input in its order). None: "by-key" for a whole
+    # input (--stream), "spread" for records
+    layout: str | None = None
+
+    @property
+    def source_layout(self) -> str:
+        return self.layout or ("by-key" if self.whole else "spread")
 
 
 def resolve(ref: str, what: str) -> Any:
@@ -87,7 +100,7 @@ def selector(ref: str | int | Callable, what: str) -> Callable[[Any], Any]:
 
 
 def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None,
-                stream: str | None = None) -> RecordSpec | None:
+                stream: str | None = None, layout: str | None = None) -> RecordSpec | None:
     """The user's input from the options, else from the operator's module (``stream`` or
     ``records``, ``key``, ``timestamp``), else None (the built-in integer records)."""
     if records and stream:
@@ -97,6 +110,8 @@ def record_spec(module: Any, records: str | None, key: str | None, timestamp: st
     if records or stream:  # an option wins over the module's convention
         from_module.pop("stream" if records else "records", None)
     names = {n: given[n] or from_module.get(n) for n in given}
+    if layout not in (None, *LAYOUTS):
+        raise InputError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
     source_name = names["stream"] or names["records"]
     if source_name is None:
         if key or timestamp:
@@ -114,9 +129,11 @@ def record_spec(module: Any, records: str | None, key: str | None, timestamp: st
         names.pop("records")
     else:
         names.pop("stream")
+    if layout:
+        names["layout"] = layout
     return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, source_name, option),
                       selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names,
-                      whole=bool(given["stream"] or "stream" in names))
+                      whole=bool(given["stream"] or "stream" in names), layout=layout)
 
 
 def _is_strategy(value: Any) -> bool:
@@ -164,12 +181,19 @@ def _faults(draw, st, inputs: int = 100) -> list:
     job runs, after checkpoints as often as before them."""
     last = 10 + 4 * inputs
     steps: list = []
+    # "right after the n-th completed checkpoint" (at step 1, not before n checkpoints) half the
+    # time: a failure between a checkpoint and the timers and output that follow it
+    after = st.one_of(st.none(), st.integers(1, 3))
+    steps: list = []
     for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, last)), None))
+        checkpoints = draw(after, label="failure after checkpoint")
+        steps.append(Fail(1 if checkpoints else draw(st.integers(1, last)), None, checkpoints))
     if draw(st.booleans()):
         steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
     if draw(st.booleans()):
-        steps.append(Rescale(draw(st.integers(1, last)), draw(st.integers(1, 3))))
+        checkpoints = draw(after, label="rescale after checkpoint")
+        steps.append(Rescale(1 if checkpoints else draw(st.integers(1, last)), draw(st.integers(1, 3)), None,
+                             checkpoints))
     return steps
 
 
@@ -200,14 +224,18 @@ def user_scenarios(operator: str, spec: RecordSpec):
 
     @st.composite
     def scenarios(draw) -> Scenario:
-        if spec.whole:
-            drawn = draw(records, label="input")
-            if not isinstance(drawn, (list, tuple)) or not drawn:
-                raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
-                                 f"{_short(drawn)}: a whole input is a non-empty list of records")
         burst = draw(st.booleans(), label="burst shape")
+        if spec.whole:
+            # the burst shape wants several keys with due timers and their records after the
+            # watermark: of four inputs, the one where the operator's timers make that likeliest
+            inputs = [draw(records, label="input") for _ in range(4 if burst else 1)]
+            for drawn in inputs:
+                if not isinstance(drawn, (list, tuple)) or not drawn:
+                    raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
+                                     f"{_short(drawn)}: a whole input is a non-empty list of records")
+            drawn = inputs[0] if len(inputs) == 1 else max(inputs, key=lambda i: _stream_score(operator, spec, i))
         if not spec.whole:
-            drawn = draw(st.lists(records, min_size=6 if burst else 1, max_size=24), label="records")
+            drawn = draw(st.lists(records, min_size=12 if burst else 1, max_size=30 if burst else 24), label="records")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
@@ -215,10 +243,15 @@ def user_scenarios(operator: str, spec: RecordSpec):
         if burst:
             sources, steps = 1, _burst(draw, st, operator, stamped, bound, spec, records)
         else:
-            sources = draw(st.integers(1, 3), label="sources")
-            steps = _spread(draw, st, stamped, bound, sources, span)
+            layout = spec.source_layout
+            sources = 1 if layout == "one" else draw(st.integers(1, 3), label="sources")
+            steps = _spread(draw, st, stamped, bound, sources, span, layout)
         steps += _faults(draw, st, len(steps))
-        params = {**_params(draw, st, operator, sources, True), "processing_time": "input"}
+        # the sources' watermark generators (bounded out-of-orderness) restart with them after a
+        # restore and emit again from the replayed records (watermark steps are emission points)
+        params = {**_params(draw, st, operator, sources, True), "processing_time": "input", "watermark_bound": bound}
+        if burst:
+            params["parallelism"] = 1  # the keys of the burst in one subtask (the split is per subtask)
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
@@ -228,13 +261,19 @@ def _record_step(source: int, record: Any, key: Any, ts: int) -> UserRecord:
     return UserRecord(source, JSON.freeze(_encoded(key)), JSON.freeze(_encoded(record)), ts)
 
 
-def _spread(draw, st, stamped: list, bound: int, sources: int, span: int) -> list:
+def _spread(draw, st, stamped: list, bound: int, sources: int, span: int, layout: str = "spread") -> list:
     steps: list = []
     highest: dict[int, int] = {}
     watermark: dict[int, int] = {}
     clock: dict[int, int] = {}
+    home: dict[str, int] = {}  # by-key: each key's source
     for record, key, ts in stamped:
-        source = draw(st.integers(0, sources - 1))
+        if layout == "by-key":
+            if repr(key) not in home:
+                home[repr(key)] = draw(st.integers(0, sources - 1))
+            source = home[repr(key)]
+        else:
+            source = draw(st.integers(0, sources - 1))
         steps.append(_record_step(source, record, key, ts))
         highest[source] = max(ts, highest.get(source, ts))
         candidate = highest[source] - bound - 1
@@ -253,19 +292,30 @@ def _spread(draw, st, stamped: list, bound: int, sources: int, span: int) -> lis
 
 
 def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec, records) -> list:
-    """One source; the records in timestamp order (a ``--stream`` in its own order) up to a burst
+    """One source; the records in timestamp order (a ``--stream``: each key's records in their
+    order, first every key's first record, then the seconds, ...) up to a burst
     point, then one watermark that makes several event-time timers due at once, then first the
     records of those keys (keys whose timer fires third or later first: a split firing's first two
     parts have no input between them; with ``--records``, more records of those keys drawn from
     the user's strategy), then the rest. Which timers are pending at each point is learnt by
-    running the operator over the records (:func:`pending_timers`); the watermark is the
-    bounded-out-of-orderness one, raised to a pending timer's time when that makes more timers due
-    (records behind it are late, which a source's watermark strategy allows)."""
+    running the operator over the records (:func:`pending_timers`); the watermark is the one the
+    source's bounded-out-of-orderness generator emits there (the burst point is chosen where it
+    makes the most timers due; of a ``--stream``, the order of the two whose best point does)."""
     in_order = spec.whole
-    ordered = list(stamped) if in_order else sorted(stamped, key=lambda item: item[2])
+    if in_order and spec.source_layout == "one":
+        return _burst_in_order(draw, st, operator, list(stamped), bound)
+    if in_order:  # each key's records in their order, the keys interleaved two ways
+        orders = [_by_rank(stamped), _by_time_per_key(stamped)]
+    else:
+        orders = [sorted(stamped, key=lambda item: item[2])]
+    scored = []
+    for ordered in orders:
+        pending = pending_timers(operator, ordered)
+        score, choices = _burst_choices(ordered, pending, bound)
+        scored.append((score, ordered, pending, choices))
+    best = max(score for score, _, _, _ in scored)
+    _, ordered, pending, choices = next(x for x in scored if x[0] == best)
     n = len(ordered)
-    pending = pending_timers(operator, ordered)
-    choices = _burst_choices(ordered, pending, bound)
     if choices:
         point, watermark = draw(st.sampled_from(choices), label="burst point and watermark")
     else:
@@ -278,15 +328,19 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
     steps.append(SourceWatermark(0, watermark))
     rest = ordered[point + 1:]
-    if not in_order:
-        more = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=4, max_size=12), label="records after it")]
+    if not in_order:  # records: more records of the due keys from the user's strategy
+        more = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=4, max_size=12),
+                                                            label="records after it")]
         rest = [x for x in more if repr(x[1]) in position] + rest
-        rest = sorted(rest, key=lambda item: (position.get(repr(item[1]), -1) < 2, position.get(repr(item[1]), 0)))
+    # the keys whose due timer fires third or later first (a stable sort: each key's records stay
+    # in their order; the order across keys is free, as between the partitions of a source)
+    rest = sorted(rest, key=lambda item: (position.get(repr(item[1]), -1) < 2, in_order or item[2] <= watermark,
+                                          position.get(repr(item[1]), 0)))
     steps += [_record_step(0, record, key, ts) for record, key, ts in rest]
     return steps
 
 
-def _burst_choices(ordered: list, pending: list, bound: int) -> list[tuple[int, int]]:
+def _burst_choices(ordered: list, pending: list, bound: int, in_order: bool = False) -> tuple[int, list]:
     """The (burst point, watermark) pairs under which the most records after the watermark meet a
     due timer of their key not fired yet when every timer is a part of its own (the record ``j``
     after the watermark runs before the due timer ``j + 2``, counted from 0); with ``--records``
@@ -297,18 +351,74 @@ def _burst_choices(ordered: list, pending: list, bound: int) -> list[tuple[int, 
         if not timers:
             continue
         generated = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
-        for watermark in sorted({generated} | {t[0] for t in timers if t[0] > generated}):
+        for watermark in (generated,):
             position: dict = {}
             for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
                 position.setdefault(key, index)
-            after = ordered[point + 1:point + 1 + len(position)]
-            score = sum(1 for j, (_, key, _) in enumerate(after) if position.get(repr(key), -1) >= j + 2)
+            # records on time (above the watermark): what late records do is not held against an
+            # operator (a finding), so the case must be reached with records on time
+            if in_order:  # exactly the records that follow
+                after = ordered[point + 1:point + 1 + len(position)]
+                score = sum(1 for j, (_, key, ts) in enumerate(after)
+                            if position.get(repr(key), -1) >= j + 2 and ts > watermark)
+            else:  # the records that follow are brought forward by key
+                later = {repr(key) for _, key, ts in ordered[point + 1:] if ts > watermark}
+                score = sum(1 for key, p in position.items() if p >= 2 and key in later)
             score = score * 100 + sum(1 for p in position.values() if p >= 2)
             if score > best:
                 best, choices = score, []
             if score == best and score:
                 choices.append((point, watermark))
-    return choices
+    return best, choices
+
+
+def _stream_score(operator: str, spec: RecordSpec, drawn: list) -> tuple:
+    """How well a whole input lends itself to the burst shape (:func:`_burst_choices`, with no
+    out-of-orderness), then its length."""
+    stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
+    best = max(_burst_choices(order, pending_timers(operator, order), 0)[0]
+               for order in (_by_rank(stamped), _by_time_per_key(stamped)))
+    return best, len(drawn)
+
+
+def _by_rank(stamped: list) -> list:
+    """Each key's records in their order: every key's first record, then the seconds, ..."""
+    rank: dict = {}
+    ranked = []
+    for index, item in enumerate(stamped):
+        rank[repr(item[1])] = rank.get(repr(item[1]), -1) + 1
+        ranked.append((rank[repr(item[1])], index, item))
+    return [item for _, _, item in sorted(ranked)]
+
+
+def _by_time_per_key(stamped: list) -> list:
+    """Each key's records in their order, merged by timestamp (the next record of each key, the
+    earliest first): as close to timestamp order as the per-key order allows."""
+    queues: dict = {}
+    for index, item in enumerate(stamped):
+        queues.setdefault(repr(item[1]), []).append((index, item))
+    merged = []
+    while queues:
+        key = min(queues, key=lambda k: (queues[k][0][1][2], queues[k][0][0]))
+        merged.append(queues[key].pop(0)[1])
+        if not queues[key]:
+            del queues[key]
+    return merged
+
+
+def _burst_in_order(draw, st, operator: str, ordered: list, bound: int) -> list:
+    """A whole input in one source (``layout="one"``): in its order, one watermark where the most
+    records right after it meet a due timer of their key."""
+    pending = pending_timers(operator, ordered)
+    _, choices = _burst_choices(ordered, pending, bound, in_order=True)
+    if choices:
+        point, watermark = draw(st.sampled_from(choices), label="burst point and watermark")
+    else:
+        point = draw(st.integers(max(0, len(ordered) // 3), len(ordered) - 1), label="burst point")
+        watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
+    steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
+    steps.append(SourceWatermark(0, watermark))
+    return steps + [_record_step(0, record, key, ts) for record, key, ts in ordered[point + 1:]]
 
 
 def pending_timers(operator: str, ordered: list) -> list[list]:

@@ -46,9 +46,12 @@ def _args(text: str | None):
               help="constructor arguments: a JSON list or object [default: the module's ARGS, else none]")
 @click.option("--span", type=click.IntRange(1), default=None, metavar="MS",
               help="built-in records only: how far timestamps reach [default: 3x the operator's largest constant]")
+@click.option("--layout", type=click.Choice(["spread", "by-key", "one"]), default=None,
+              help="records over parallel sources: spread (each record to any), by-key (a key's records from one "
+                   "source, in order), one (a single source) [default: by-key for --stream, spread for --records]")
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
             records: str | None, stream: str | None, key: str | None, timestamp: str | None,
-            args_json: str | None, span: int | None) -> None:
+            args_json: str | None, span: int | None, layout: str | None) -> None:
     """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
@@ -60,7 +63,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     try:
         if replay_file is None:
             cert.check_out(out)  # before any work: a bad --out is one line, not a tree made somewhere
-        subject = cert.load(operator, args, records, key, timestamp, span, stream)
+        subject = cert.load(operator, args, records, key, timestamp, span, stream, layout)
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
             for v in verdicts:

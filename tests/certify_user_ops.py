@@ -15,6 +15,8 @@ class AmountPerWindow(KeyedProcessFunction):
 
     def process_element(self, value, ctx, out):
         end = ctx.timestamp() // 1000 * 1000 + 999
+        if end <= ctx.timer_service().current_watermark():
+            return  # its window has fired: late data is dropped (as Flink's window operator does)
         self.totals.put(end, self.totals.get(end, 0.0) + value[1])
         ctx.timer_service().register_event_time_timer(end)
 

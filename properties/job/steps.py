@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from streamproof.impl.graph import GraphError, JobGraph, graph_from_json, one_stage_graph
+from streamproof.impl.job import PeriodicWatermark
 from streamproof.impl.keygroups import CompositeKey
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault
@@ -38,6 +39,12 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "graph": None,                # a job graph {operators, edges}; None: the one-stage job
     "watermark_mode": "corrected",  # job graphs: "flink-2.3" = Flink's MailboxWatermarkProcessor as shipped
     "slots": None,                # job graphs: the cluster's task slots (FLIP-331 scheduling); None: enough
+    # None: watermark steps are the values the source emits, as written. An int (ms), or per source
+    # a list of ints or nulls: that source's watermark steps are emission points of a bounded-
+    # out-of-orderness generator (highest record ts since the source's (re)start - bound - 1),
+    # restarted with the source task, and ended sources restored as finished (FLIP-147); one-stage
+    # jobs only (docs/decisions.md, "Watermarks after a restore")
+    "watermark_bound": None,
 }
 WATERMARK_MODES = ("corrected", "flink-2.3")
 # built-in operators with no one-stage reference in model/job.py: they run in job graphs only
@@ -99,6 +106,8 @@ class Fail(Step):
     op: ClassVar[str] = "fail"
     at: int = arg(IntKind(1, 10**9))
     subtask: int | None = arg(IntKind(0, 63), optional=True)
+    # not before this many checkpoints completed (a failure between a checkpoint and what follows it)
+    checkpoints: int | None = arg(IntKind(1, 10**6), optional=True)
 
 
 @step
@@ -118,6 +127,7 @@ class Rescale(Step):
     at: int = arg(IntKind(1, 10**9))
     parallelism: int = arg(PARALLELISM)
     operator: str | None = arg(STR, optional=True)  # job graphs: the operator whose chain rescales (else all)
+    checkpoints: int | None = arg(IntKind(1, 10**6), optional=True)  # not before this many checkpoints completed
 
 
 def validate_job(scenario: Scenario) -> None:
@@ -127,16 +137,22 @@ def validate_job(scenario: Scenario) -> None:
         raise TOP.expected("params", f"operator one of {', '.join(REFERENCES)} for the one-stage job "
                            f"({params['operator']} runs in a params.graph)", params["operator"], "semantic")
     sources = params["sources"]
+    bounds = watermark_bounds(params)
     last_watermark: dict[int, int] = {}
+    highest: dict[int, int] = {}
     for i, s in enumerate(scenario.steps):
         if isinstance(s, (Record, UserRecord, SourceWatermark, ProcessingTime)) and s.source >= sources:
             raise step_error(i, s, "source", f"a source below params.sources ({sources})", s.source)
         if isinstance(s, SourceWatermark):
-            last_watermark[s.source] = max(s.ts, last_watermark.get(s.source, s.ts))
+            ts = s.ts if bounds[s.source] is None else generated_watermark(highest.get(s.source), bounds[s.source])
+            if ts is not None:
+                last_watermark[s.source] = max(ts, last_watermark.get(s.source, ts))
         if (isinstance(s, (Record, UserRecord)) and not params["late_records"] and s.source in last_watermark
                 and s.ts <= last_watermark[s.source]):
             raise step_error(i, s, "ts", f"a timestamp above the source's last watermark "
                              f"({last_watermark[s.source]}): the record would be late", s.ts)
+        if isinstance(s, (Record, UserRecord)):
+            highest[s.source] = max(s.ts, highest.get(s.source, s.ts))
         if isinstance(s, Rescale) and s.parallelism > params["max_parallelism"]:
             raise step_error(i, s, "parallelism", f"at most max_parallelism ({params['max_parallelism']})", s.parallelism)
         if isinstance(s, Rescale) and s.operator is not None:
@@ -165,7 +181,42 @@ def job_params(scenario: Scenario) -> dict:
                            "semantic")
     if params["graph"] is not None:
         _check_graph(params)
+    _check_watermark_bound(params)
     return params
+
+
+def _check_watermark_bound(params: dict) -> None:
+    bound, sources = params["watermark_bound"], params["sources"]
+    if bound is None:
+        return
+    if params["graph"] is not None:
+        raise TOP.expected("params", "watermark_bound null with a params.graph (watermark generators that restart "
+                           "with their source task are modelled in the one-stage job only)", bound, "semantic")
+    what = (f"watermark_bound: null, an integer in [0, 2^63 - 1] (ms), or a list of {sources} (params.sources) "
+            "such integers or nulls")
+    if isinstance(bound, list):
+        if len(bound) != sources:
+            raise TOP.expected("params", what, bound, "semantic")
+        entries = [b for b in bound if b is not None]
+    else:
+        entries = [bound]
+    for b in entries:
+        if not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= 2**63 - 1:
+            raise TOP.expected("params", what, bound, "semantic")
+
+
+def watermark_bounds(params: dict) -> list[int | None]:
+    """Per source, the bound of its watermark generator (None: its watermark steps are values)."""
+    bound = params["watermark_bound"]
+    return list(bound) if isinstance(bound, list) else [bound] * params["sources"]
+
+
+def generated_watermark(highest: int | None, bound: int) -> int | None:
+    """What a bounded-out-of-orderness generator that saw records up to ``highest`` emits (None:
+    nothing, no record yet or below Long.MIN_VALUE)."""
+    if highest is None or highest - bound - 1 <= -(2**63):
+        return None
+    return highest - bound - 1
 
 
 def _check_graph(params: dict) -> None:
@@ -231,8 +282,16 @@ def check_job_settings(params: dict, flags: tuple[str, ...] = ("interruptible_ti
 
 
 def sources_of(scenario: Scenario) -> list[list]:
-    sources: list[list] = [[] for _ in range(job_params(scenario)["sources"])]
+    """Per source subtask its elements. With ``params.watermark_bound`` a watermark step of a
+    source with a bound is a :class:`PeriodicWatermark` (an emission point of its generator; its
+    ``ts`` is not read: the timestamp is what the generator emits there in a failure-free run)."""
+    params = job_params(scenario)
+    bounds = watermark_bounds(params)
+    sources: list[list] = [[] for _ in range(params["sources"])]
+    highest: dict[int, int] = {}
     for s in scenario.steps:
+        if isinstance(s, (Record, UserRecord)):
+            highest[s.source] = max(s.ts, highest.get(s.source, s.ts))
         if isinstance(s, Record):
             sources[s.source].append(StreamRecord(s.key, s.value, s.ts))
         elif isinstance(s, UserRecord):
@@ -240,6 +299,10 @@ def sources_of(scenario: Scenario) -> list[list]:
             if isinstance(key, bool) or not isinstance(key, (str, int)):
                 key = CompositeKey.of(key)  # a tuple, float or bool key: routed as Flink's TupleN/Double/Boolean
             sources[s.source].append(StreamRecord(key, decode(JSON.dump(s.data)), s.ts))
+        elif isinstance(s, SourceWatermark) and bounds[s.source] is not None:
+            generated = generated_watermark(highest.get(s.source), bounds[s.source])
+            timestamp = -(2**63) if generated is None else generated  # Long.MIN_VALUE: nothing emitted yet
+            sources[s.source].append(PeriodicWatermark(timestamp, bounds[s.source]))
         elif isinstance(s, SourceWatermark):
             sources[s.source].append(Watermark(s.ts))
         elif isinstance(s, ProcessingTime):
@@ -251,11 +314,12 @@ def faults_of(scenario: Scenario) -> tuple[Fault, ...]:
     faults = []
     for s in scenario.steps:
         if isinstance(s, Fail):
-            faults.append(Fault("fail", at=s.at, subtask=s.subtask or 0))
+            faults.append(Fault("fail", at=s.at, subtask=s.subtask or 0, checkpoints=s.checkpoints or 0))
         elif isinstance(s, FailInInterruptedFiring):
             faults.append(Fault("fail_in_interrupted_firing", nth=s.nth, after_checkpoint=bool(s.after_checkpoint)))
         elif isinstance(s, Rescale):
-            faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism, operator=s.operator))
+            faults.append(Fault("rescale", at=s.at, parallelism=s.parallelism, operator=s.operator,
+                                checkpoints=s.checkpoints or 0))
     return tuple(faults)
 
 

@@ -406,11 +406,27 @@ def check_value(type_info: Any, value: Any, where: str) -> Any:
         elif kind is BasicType.BIG_DEC:
             if not isinstance(value, decimal.Decimal):
                 raise bad("decimal.Decimal")
+        elif kind is BasicType.INSTANT:
+            if not (type(value).__name__ == "Instant" and isinstance(getattr(value, "seconds", None), int)
+                    and isinstance(getattr(value, "nanos", None), int)):
+                raise bad("common.time.Instant")
         return value
     if isinstance(type_info, TimestampTypeInfo) and not isinstance(value, datetime.datetime):
         raise bad("datetime.datetime")
     if isinstance(type_info, DateTypeInfo) and not isinstance(value, datetime.date):
         raise bad("datetime.date")
+    if isinstance(type_info, TimeTypeInfo) and not isinstance(value, datetime.time):
+        raise bad("datetime.time")
+    if isinstance(type_info, LocalTimeTypeInfo):
+        expected = {LocalTimeTypeInfo.TimeType.LOCAL_DATE: datetime.date, LocalTimeTypeInfo.TimeType.LOCAL_TIME: datetime.time,
+                    LocalTimeTypeInfo.TimeType.LOCAL_DATE_TIME: datetime.datetime}[type_info._time_type]
+        if not isinstance(value, expected):
+            raise bad(f"datetime.{expected.__name__}")
+        return value
+    if isinstance(type_info, PrimitiveArrayTypeInfo) and type_info._element_type == Types.BYTE():
+        if not isinstance(value, (bytes, bytearray)):  # PyFlink's BinaryCoder: bytes
+            raise bad("bytes")
+        return bytes(value)
     if isinstance(type_info, (ListTypeInfo, BasicArrayTypeInfo, PrimitiveArrayTypeInfo, ObjectArrayTypeInfo)):
         if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
             raise bad("list")

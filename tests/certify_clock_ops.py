@@ -1,0 +1,81 @@
+"""Operators for tests/test_user_clock.py: real operators that sleep and read the wall clock in
+their callbacks (a throttle, a clock check), PyFlink-style and impl-style."""
+
+import datetime
+import time
+from datetime import datetime as DateTime
+from time import sleep, time as now
+
+from hypothesis import strategies as st
+
+from streamproof.flink.common import Row, Types
+from streamproof.flink.datastream import KeyedProcessFunction, TimeDomain
+from streamproof.flink.datastream.state import MapStateDescriptor
+from streamproof.impl import operators as impl
+
+
+def _check_clock(ctx, where):
+    """The wall-clock calls read the operator's processing time (else the operator fails)."""
+    pt = ctx.timer_service().current_processing_time()
+    seen = (time.time_ns() // 1_000_000, round(now() * 1000), round(time.monotonic() * 1000),
+            round(DateTime.now(datetime.timezone.utc).timestamp() * 1000))
+    if seen != (pt,) * 4:
+        raise AssertionError(f"{where}: the clock read {seen}, the processing time is {pt}")
+
+
+class ThrottledCounter(KeyedProcessFunction):
+    """Sleeps a second per record (a rate limit) and per timer; at the end of a record's second of
+    event time emits it (one output per record, so late records and split firings cannot change the
+    output multiset); a processing-time timer a second after each record checks the clock too."""
+
+    def open(self, runtime_context):
+        self.pending = runtime_context.get_map_state(MapStateDescriptor("pending", Types.LONG(), Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element(self, value, ctx):
+        time.sleep(1)  # throttle
+        _check_clock(ctx, "process_element")
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1000)
+        end = ctx.timestamp() // 1000 * 1000 + 999
+        self.pending.put(end, [*(self.pending.get(end) or []), value[1]])
+        ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx):
+        sleep(1)
+        _check_clock(ctx, "on_timer")
+        if ctx.time_domain() == TimeDomain.EVENT_TIME:
+            for ts in self.pending.get(timestamp) or []:
+                yield Row(key=ctx.get_current_key(), ts=ts, end=timestamp)
+            self.pending.remove(timestamp)
+
+
+class SleepyImpl(impl.KeyedProcessFunction):
+    """The same in the streamproof.impl.operators style."""
+
+    def open(self, ctx):
+        self.pending = ctx.get_map_state(impl.MapStateDescriptor("pending"))
+
+    def process_element(self, value, ctx, out):
+        time.sleep(1)
+        _check_clock(ctx, "process_element")
+        end = ctx.timestamp() // 1000 * 1000 + 999
+        self.pending.put(end, [*self.pending.get(end, []), value[1]])
+        ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx, out):
+        sleep(1)
+        _check_clock(ctx, "on_timer")
+        for ts in self.pending.get(timestamp, []):
+            out.collect((ctx.get_current_key(), ts, timestamp))
+        self.pending.remove(timestamp)
+
+
+def records():
+    return st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 5_000))
+
+
+def key(record):
+    return record[0]
+
+
+def timestamp(record):
+    return record[1]

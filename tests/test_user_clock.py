@@ -1,0 +1,171 @@
+"""User code reads the simulated clock: ``time.sleep`` in a callback never sleeps, ``time.time()``,
+``time.monotonic()``, ``datetime.now()``... are the operator's processing time (impl/user_clock.py,
+docs/decisions.md "Wall-clock calls in user code")."""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+import types
+
+import pytest
+
+from streamproof.flink import adapt
+from streamproof.impl import operators as impl
+from streamproof.impl import user_clock
+from streamproof.impl.keygroups import KeyGroupRange
+from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.properties.certify import certify
+
+OPS = "tests.certify_clock_ops"
+
+USER_MODULE = '''
+import time, datetime
+import time as t
+from time import sleep, time as now, monotonic_ns
+from datetime import datetime as DateTime, date
+from streamproof.flink.datastream import KeyedProcessFunction
+
+class Clocked(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        started = t.perf_counter()
+        time.sleep(3600)
+        sleep(3600)
+        yield ("time", time.time(), now(), time.time_ns(), monotonic_ns(), t.perf_counter() - started)
+        yield ("datetime", DateTime.now(), datetime.datetime.now(datetime.timezone.utc), DateTime.utcnow(),
+               date.today(), isinstance(DateTime(2024, 1, 1), DateTime), type(DateTime.fromtimestamp(0)))
+        yield ("struct", time.gmtime()[:6], time.strftime("%Y-%m-%d %H:%M"))
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 500)
+
+    def on_timer(self, timestamp, ctx):
+        sleep(3600)
+        yield ("timer", timestamp, now())
+'''
+
+
+@pytest.fixture
+def user_module():
+    module = types.ModuleType("streamproof_test_clocked_user_module")
+    sys.modules[module.__name__] = module
+    exec(compile(USER_MODULE, "<user module>", "exec"), module.__dict__)
+    yield module
+    del sys.modules[module.__name__]
+
+
+def run_by_hand(function, start=90_061_250):
+    out = []
+    clock = ManualProcessingTimeService(start=start)
+    op = KeyedProcessOperator(adapt(function), max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+                              processing_time_service=clock, emit=lambda v, ts: out.append(v),
+                              max_seconds_per_callback=5.0)
+    op.open()
+    op.process_element(StreamRecord("k", 1, 0))
+    return op, out, clock
+
+
+def test_sleep_never_sleeps_and_the_clock_is_the_processing_time(user_module):
+    started = time.perf_counter()
+    op, out, clock = run_by_hand(user_module.Clocked())
+    pt = 90_061_250  # 1970-01-02 01:01:01.250 UTC
+    assert out[0] == ("time", pt / 1000, pt / 1000, pt * 1_000_000, pt * 1_000_000, 0.0)
+    _, naive, aware, utc_naive, today, isinstance_ok, built = out[1]
+    assert aware == datetime.datetime(1970, 1, 2, 1, 1, 1, 250_000, tzinfo=datetime.timezone.utc)
+    assert naive == datetime.datetime.fromtimestamp(pt / 1000) and utc_naive == aware.replace(tzinfo=None)
+    assert today == datetime.date.fromtimestamp(pt / 1000)
+    assert isinstance_ok and built is datetime.datetime  # real datetime objects, recognised
+    assert out[2] == ("struct", (1970, 1, 2, 1, 1, 1), time.strftime("%Y-%m-%d %H:%M", time.localtime(pt / 1000)))
+    clock.advance_to(pt + 2000)  # the processing-time timer fires at the clock's time
+    assert out[3] == ("timer", pt + 500, (pt + 2000) / 1000)
+    assert time.perf_counter() - started < 2  # three sleeps of an hour
+
+
+def test_the_user_module_gets_its_real_clock_back_after_each_callback(user_module):
+    run_by_hand(user_module.Clocked())
+    assert user_module.time is time and user_module.t is time and user_module.sleep is time.sleep
+    assert user_module.now is time.time and user_module.DateTime is datetime.datetime
+    assert user_module.date is datetime.date and user_module.datetime is datetime
+    assert user_clock.simulated_now_ms() is None and not user_clock._undo
+
+
+def test_only_the_user_modules_are_substituted(user_module):
+    """The modules of the operator's class and its bases see the simulated clock; streamproof's own
+    (the callback watchdog's perf_counter) and the ``time`` module itself keep the real one."""
+    seen = []
+
+    class Spy(user_module.Clocked):  # defined here: this module is a user module too
+        def process_element(self, value, ctx):
+            real = sys.modules["time"]
+            seen.append((sys.modules["streamproof.impl.operators"].time is real, real.time.__module__,
+                         time is real, user_module.time is real, user_clock.simulated_now_ms()))
+            yield from ()
+
+    run_by_hand(Spy(), start=5000)
+    assert seen == [(True, "time", False, False, 5000)]
+    assert time is sys.modules["time"]
+
+
+def test_an_exception_in_the_callback_restores_the_clock(user_module):
+    class Boom(user_module.Clocked):
+        def process_element(self, value, ctx):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        run_by_hand(Boom())
+    assert user_module.time is time and user_clock.simulated_now_ms() is None and not user_clock._undo
+
+
+def test_nested_clocks_of_one_module_restore_when_the_outermost_ends(user_module):
+    outer = user_clock.user_clock_for(user_module.Clocked(), lambda: 1000)
+    inner = user_clock.user_clock_for(user_module.Clocked(), lambda: 2000)
+    with outer:
+        with inner:
+            assert user_module.now() == 2.0
+        assert user_module.time is not time and user_module.now() == 1.0
+    assert user_module.time is time
+
+
+def test_outside_callbacks_the_substitutes_are_the_real_clock():
+    before = time.time()
+    assert abs(user_clock._TIME_FAKES["time"]() - before) < 5
+    assert abs(user_clock._SimDatetime.now() - datetime.datetime.now()) < datetime.timedelta(seconds=5)
+
+
+def test_an_operator_module_without_clock_calls_costs_nothing():
+    plain = types.ModuleType("streamproof_test_plain_user_module")
+    exec("from streamproof.impl.operators import KeyedProcessFunction\n"
+         "class Plain(KeyedProcessFunction):\n    pass\n", plain.__dict__)
+    sys.modules[plain.__name__] = plain
+    try:
+        assert user_clock.user_clock_for(plain.Plain(), lambda: 0) is None  # no per-callback work
+    finally:
+        del sys.modules[plain.__name__]
+    from streamproof.properties.job.functions import FUNCTIONS
+
+    assert user_clock.user_clock_for(FUNCTIONS["window_sum"](), lambda: 0) is None  # streamproof's own
+
+
+@pytest.mark.parametrize("name", ["ThrottledCounter", "SleepyImpl"])
+def test_an_operator_that_sleeps_in_its_callbacks_certifies_quickly(name):
+    """A second of sleep per record and per timer: real sleeps would take minutes (and the 5-second
+    callback limit stops none of them); the operator also fails if its clock reads are not the
+    processing time."""
+    started = time.perf_counter()
+    c = certify(f"{OPS}:{name}", examples=5)
+    took = time.perf_counter() - started
+    verdicts = {r["property"]: r["verdict"] for r in c.results}
+    assert "failed" not in verdicts.values(), c.markdown()  # no clock check failed, no callback ran 5 s
+    assert took < 60, f"certification took {took:.0f} s"
+    assert all(r["coverage"]["non-empty output"] > 0 for r in c.results), c.markdown()  # timers fired (and slept)
+
+
+def test_the_verdict_does_not_depend_on_the_wall_clock():
+    """Two certifications seconds apart give the same verdicts, coverage and examples."""
+    def verdicts():
+        c = certify(f"{OPS}:ThrottledCounter", examples=5)
+        return [(r["property"], r["verdict"], r["examples"], r["coverage"]) for r in c.results]
+
+    first = verdicts()
+    time.sleep(1.1)
+    assert verdicts() == first
