@@ -239,7 +239,10 @@ def user_scenarios(operator: str, spec: RecordSpec):
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
-        bound = draw(st.sampled_from([0, span // 20, span // 5]), label="out-of-orderness")
+        # the burst shape wants a watermark close behind the records (timers due while records
+        # of their keys are still on time): a small bound mostly
+        bounds = [0, 0, span // 20] if burst else [0, span // 20, span // 5]
+        bound = draw(st.sampled_from(bounds), label="out-of-orderness")
         if burst:
             sources, steps = 1, _burst(draw, st, operator, stamped, bound, spec, records)
         else:
@@ -295,7 +298,7 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     """One source; the records in timestamp order (a ``--stream``: each key's records in their
     order, first every key's first record, then the seconds, ...) up to a burst
     point, then one watermark that makes several event-time timers due at once, then first the
-    records of those keys (keys whose timer fires third or later first: a split firing's first two
+    records of those keys (keys with a due timer that fires third or later first: a split firing's first two
     parts have no input between them; with ``--records``, more records of those keys drawn from
     the user's strategy), then the rest. Which timers are pending at each point is learnt by
     running the operator over the records (:func:`pending_timers`); the watermark is the one the
@@ -304,14 +307,18 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     in_order = spec.whole
     if in_order and spec.source_layout == "one":
         return _burst_in_order(draw, st, operator, list(stamped), bound)
+    pool: list = []
     if in_order:  # each key's records in their order, the keys interleaved two ways
         orders = [_by_rank(stamped), _by_time_per_key(stamped)]
     else:
         orders = [sorted(stamped, key=lambda item: item[2])]
+        # a pool of the user's records to bring in after the watermark: those of due keys
+        pool = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=10, max_size=40),
+                                                            label="records after it")]
     scored = []
     for ordered in orders:
         pending = pending_timers(operator, ordered)
-        score, choices = _burst_choices(ordered, pending, bound)
+        score, choices = _burst_choices(ordered, pending, bound, extra=pool)
         scored.append((score, ordered, pending, choices))
     best = max(score for score, _, _, _ in scored)
     _, ordered, pending, choices = next(x for x in scored if x[0] == best)
@@ -324,14 +331,14 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     timers = pending[point] if point < len(pending) else []
     position: dict = {}
     for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
-        position.setdefault(key, index)
+        position[key] = index  # the last of its due timers
     steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
     steps.append(SourceWatermark(0, watermark))
     rest = ordered[point + 1:]
-    if not in_order:  # records: more records of the due keys from the user's strategy
-        more = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=4, max_size=12),
-                                                            label="records after it")]
-        rest = [x for x in more if repr(x[1]) in position] + rest
+    if not in_order:  # records: from the pool, those of due keys, on time first (at most eight)
+        due = [x for x in pool if repr(x[1]) in position]
+        more = ([x for x in due if x[2] > watermark] + [x for x in due if x[2] <= watermark])[:8]
+        rest = more + rest
     # the keys whose due timer fires third or later first (a stable sort: each key's records stay
     # in their order; the order across keys is free, as between the partitions of a source)
     rest = sorted(rest, key=lambda item: (position.get(repr(item[1]), -1) < 2, in_order or item[2] <= watermark,
@@ -340,7 +347,8 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     return steps
 
 
-def _burst_choices(ordered: list, pending: list, bound: int, in_order: bool = False) -> tuple[int, list]:
+def _burst_choices(ordered: list, pending: list, bound: int, in_order: bool = False,
+                   extra: list = ()) -> tuple[int, list]:
     """The (burst point, watermark) pairs under which the most records after the watermark meet a
     due timer of their key not fired yet when every timer is a part of its own (the record ``j``
     after the watermark runs before the due timer ``j + 2``, counted from 0); with ``--records``
@@ -354,17 +362,17 @@ def _burst_choices(ordered: list, pending: list, bound: int, in_order: bool = Fa
         for watermark in (generated,):
             position: dict = {}
             for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
-                position.setdefault(key, index)
-            # records on time (above the watermark): what late records do is not held against an
-            # operator (a finding), so the case must be reached with records on time
+                position[key] = index  # the last of its due timers
+            # records on time (above the watermark) first: the shape on records every source
+            # sends; records behind the watermark next (some operators only get those)
             if in_order:  # exactly the records that follow
                 after = ordered[point + 1:point + 1 + len(position)]
-                score = sum(1 for j, (_, key, ts) in enumerate(after)
-                            if position.get(repr(key), -1) >= j + 2 and ts > watermark)
-            else:  # the records that follow are brought forward by key
-                later = {repr(key) for _, key, ts in ordered[point + 1:] if ts > watermark}
-                score = sum(1 for key, p in position.items() if p >= 2 and key in later)
-            score = score * 100 + sum(1 for p in position.values() if p >= 2)
+                meets = [ts > watermark for j, (_, key, ts) in enumerate(after) if position.get(repr(key), -1) >= j + 2]
+            else:  # the records that follow (and ``extra`` ones) are brought forward by key
+                keys = [(repr(key), ts > watermark) for _, key, ts in list(ordered[point + 1:]) + list(extra)]
+                meets = [max(on for k, on in keys if k == key) for key, p in position.items()
+                         if p >= 2 and any(k == key for k, _ in keys)]
+            score = 100 * sum(meets) + 10 * (len(meets) - sum(meets)) + sum(1 for p in position.values() if p >= 2)
             if score > best:
                 best, choices = score, []
             if score == best and score:

@@ -93,7 +93,7 @@ def records():
     """One ``EnrichedUsageRecord``: ``UsageRecordGenerator``'s ``bytesUsed = 18 *
     random.nextInt(10_000_000)`` and timestamps ``DELTA_T`` apart from 2021-10-01, enriched with the
     account's quota.  Three accounts instead of 10 000 per source; the quota is
-    ``AccountUpdateGenerator``'s 10 GB or, so that a few records cross 90 % of it, 500 MB; the
+    ``AccountUpdateGenerator``'s 10 GB or, so that a few records cross 90 % of it, 50 MB; the
     timestamps run over the end of October so that both billing months occur."""
     from hypothesis import strategies as st
 
@@ -111,7 +111,7 @@ def records():
         st.integers(0, 2),
         st.integers(0, 2 * 24 * 60),
         st.integers(0, 10_000_000 - 1),
-        st.sampled_from([QUOTA, 500_000_000]),
+        st.sampled_from([QUOTA, 50_000_000]),
     )
 
 
