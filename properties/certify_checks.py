@@ -686,7 +686,8 @@ def _interruptible(scenario: Scenario, r: Runs):
     """FLIP-443 on its own: the input in one failure-free order, timers never split, against the
     same input in the same order with firings split (:meth:`Runs.splits`). The input, its order
     and its watermarks are the same in both: only enabling interruptible timers differs, so any
-    difference is the feature's, late records included (no finding excuses it here)."""
+    difference is the feature's, late records included (an input that is never late, e.g. behind a
+    window operator, is declared with ``--no-late``)."""
     base = r.off(0)
     if isinstance(base, str):
         return "failure-free-run-finishes", f"the operator fails without any fault: {base}"

@@ -56,6 +56,9 @@ class RecordSpec:
     # source), "one" (a single source, the whole input in its order). None: "by-key" for a whole
     # input (--stream), "spread" for records
     layout: str | None = None
+    # False: the input is never behind its source's watermark (e.g. the results of a window
+    # operator upstream, emitted before its watermark): late records are left out of scenarios
+    late: bool = True
 
     @property
     def source_layout(self) -> str:
@@ -100,7 +103,7 @@ def selector(ref: str | int | Callable, what: str) -> Callable[[Any], Any]:
 
 
 def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None,
-                stream: str | None = None, layout: str | None = None) -> RecordSpec | None:
+                stream: str | None = None, layout: str | None = None, late: bool | None = None) -> RecordSpec | None:
     """The user's input from the options, else from the operator's module (``stream`` or
     ``records``, ``key``, ``timestamp``), else None (the built-in integer records)."""
     if records and stream:
@@ -131,9 +134,13 @@ def record_spec(module: Any, records: str | None, key: str | None, timestamp: st
         names.pop("stream")
     if layout:
         names["layout"] = layout
+    if late is None:
+        late = getattr(module, "LATE", True) is not False
+    if not late:
+        names["late"] = "never (--no-late)"
     return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, source_name, option),
                       selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names,
-                      whole=bool(given["stream"] or "stream" in names), layout=layout)
+                      whole=bool(given["stream"] or "stream" in names), layout=layout, late=late)
 
 
 def _is_strategy(value: Any) -> bool:
@@ -253,11 +260,29 @@ def user_scenarios(operator: str, spec: RecordSpec):
         # the sources' watermark generators (bounded out-of-orderness) restart with them after a
         # restore and emit again from the replayed records (watermark steps are emission points)
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input", "watermark_bound": bound}
+        if not spec.late:
+            steps = _on_time(steps, bound)
         if burst:
             params["parallelism"] = 1  # the keys of the burst in one subtask (the split is per subtask)
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
+
+
+def _on_time(steps: list, bound: int) -> list:
+    """The steps without the records at or below a watermark their source emitted before them
+    (the generator's values: highest timestamp so far - bound - 1)."""
+    kept, highest, emitted = [], {}, {}
+    for step in steps:
+        if isinstance(step, SourceWatermark) and step.source in highest:
+            emitted[step.source] = max(emitted.get(step.source, highest[step.source] - bound - 1),
+                                       highest[step.source] - bound - 1)
+        elif isinstance(step, UserRecord):
+            if step.source in emitted and step.ts <= emitted[step.source]:
+                continue
+            highest[step.source] = max(step.ts, highest.get(step.source, step.ts))
+        kept.append(step)
+    return kept
 
 
 def _record_step(source: int, record: Any, key: Any, ts: int) -> UserRecord:

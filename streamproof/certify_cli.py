@@ -49,9 +49,12 @@ def _args(text: str | None):
 @click.option("--layout", type=click.Choice(["spread", "by-key", "one"]), default=None,
               help="records over parallel sources: spread (each record to any), by-key (a key's records from one "
                    "source, in order), one (a single source) [default: by-key for --stream, spread for --records]")
+@click.option("--late/--no-late", default=None,
+              help="whether records may fall behind their source's watermark [default: yes, or the module's LATE]; "
+                   "--no-late for input that is never late (e.g. a window operator's results)")
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
             records: str | None, stream: str | None, key: str | None, timestamp: str | None,
-            args_json: str | None, span: int | None, layout: str | None) -> None:
+            args_json: str | None, span: int | None, layout: str | None, late: bool | None) -> None:
     """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
@@ -63,7 +66,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     try:
         if replay_file is None:
             cert.check_out(out)  # before any work: a bad --out is one line, not a tree made somewhere
-        subject = cert.load(operator, args, records, key, timestamp, span, stream, layout)
+        subject = cert.load(operator, args, records, key, timestamp, span, stream, layout, late)
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
             for v in verdicts:

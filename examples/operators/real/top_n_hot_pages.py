@@ -37,6 +37,9 @@ from streamproof.flink.datastream.state import ListStateDescriptor
 TOP_N = 10
 WINDOW_SIZE_MS = 5 * 60 * 1000  # Time.minutes(5)
 WINDOW_SLIDE_MS = 60 * 1000  # Time.minutes(1)
+# its input is the window operator's results, emitted before that operator forwards the watermark
+# that closed the window: never behind the watermark (certify --no-late)
+LATE = False
 
 
 class TopNProcessFunction(KeyedProcessFunction):
