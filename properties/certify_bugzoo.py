@@ -10,9 +10,6 @@ in a context manager, each caught by a test in ``tests/test_certify_bugzoo.py``.
 - ``lineage-replayed-at-scenario-parallelism``: after a rescale before the first completed
   checkpoint, the lineage of the restarted job is replayed at the scenario's parallelism (a
   ``zip`` cut it short).
-- ``delayed-watermarks-not-a-freedom``: the reference never lets watermarks fall later than the
-  scenario put them, so output that only differs in which records a watermark made late is
-  refused (a false alarm).
 """
 
 from __future__ import annotations
@@ -87,16 +84,6 @@ def _lineage_at_scenario_parallelism():
         yield
     finally:
         checks._spec = original
-
-
-@_variant("delayed-watermarks-not-a-freedom")
-def _delayed_watermarks_not_a_freedom():
-    original = checks._matches_delayed_watermarks
-    checks._matches_delayed_watermarks = lambda scenario, r, got: False
-    try:
-        yield
-    finally:
-        checks._matches_delayed_watermarks = original
 
 
 __all__ = ["VARIANTS", "applied"]

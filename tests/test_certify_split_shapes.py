@@ -132,3 +132,21 @@ def test_a_counterexample_file_is_a_scenario_of_the_users_records(tmp_path, monk
     for step in records:
         record = decode(step["data"])
         assert step["key"] == encode(module.key(record)) and step["ts"] == module.timestamp(record), step
+
+
+def count_news_clicks():
+    from examples.operators.real.count_news_clicks import BEGINNING, CLICK, ONE_HOUR_IN_MS, PUBLISH, Row
+    event = lambda news, ts, kind: Row(newsId=news, timestamp=BEGINNING + ts, type=kind)  # noqa: E731
+    # three news clicked before they are published: their click timers (+1 h) due at one watermark,
+    # then, on time, the PUBLISH of the news whose timer fires third
+    return [event(1, 0, CLICK), event(2, 1, CLICK), event(3, 2, CLICK), ("wm", BEGINNING + ONE_HOUR_IN_MS + 2),
+            event(3, ONE_HOUR_IN_MS + 3, PUBLISH)]
+
+
+def test_count_news_clicks_is_unsafe_on_its_triggering_shape(tmp_path, monkeypatch):
+    """The corpus's known miss (corpus.json "known_miss"): the hand-built shape is refused."""
+    monkeypatch.chdir(REPO)
+    spec = f"{REAL}count_news_clicks:CountNewsClicksProcessFunction"
+    cert.load(spec)
+    split = verdicts(spec, scenario("count_news_clicks", count_news_clicks()), tmp_path)["certify.interruptible-timers"]
+    assert not split.holds and split.invariant == "same-output-with-split-firings", split

@@ -24,7 +24,9 @@ def test_the_corpus_has_at_least_ten_operators_from_named_public_sources():
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e["operator"].split(":")[0].rsplit(".", 1)[-1])
-def test_verdict(entry, tmp_path, monkeypatch):
+def test_verdict(entry, tmp_path, monkeypatch, request):
+    if entry.get("known_miss"):  # a verdict certify is known to get wrong: it must fail, visibly
+        request.applymarker(pytest.mark.xfail(reason=entry["known_miss"], strict=True))
     monkeypatch.chdir(REPO)
     subject = cert.load(entry["operator"], entry.get("args") or None)
     certificate = cert.certify(subject, entry["examples"], 0, tmp_path)
