@@ -39,6 +39,11 @@ for prop in cert.properties_for(subject):
     e = explore(prop, examples, seed=seed, shrink=False)
     rows.append({"property": prop.name, "held": e.holds, "examples": e.examples,
                  "seconds": time.perf_counter() - started})
+try:  # the per-callback watchdog's SIGALRM must not outlive the run (it would end the process)
+    from streamproof.impl.operators import release_callback_watchdog
+    release_callback_watchdog()
+except ImportError:
+    pass
 print(json.dumps(rows))
 """
 

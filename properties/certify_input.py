@@ -454,10 +454,27 @@ def _burst_in_order(draw, st, operator: str, ordered: list, bound: int) -> list:
     return steps + [_record_step(0, record, key, ts) for record, key, ts in ordered[point + 1:]]
 
 
+_PROBED: dict = {}  # (operator, the records' reprs) -> pending_timers' answer (each property draws the same inputs)
+_PROBED_MAX = 2048
+
+
 def pending_timers(operator: str, ordered: list) -> list[list]:
     """Per record of ``ordered`` ((record, key, ts) in input order), the event-time timers pending
     after it, as (timestamp, repr(key)): the operator run over the records alone, no watermark
-    (a probe: any error ends it early; what it learnt so far is returned)."""
+    (a probe: any error ends it early; what it learnt so far is returned). Remembered per input:
+    every certification property explores the same scenarios."""
+    try:
+        cache_key = (operator, tuple((repr(record), repr(key), ts) for record, key, ts in ordered))
+    except Exception:  # noqa: BLE001 - a record whose repr fails: no caching
+        return _pending_timers(operator, ordered)
+    if cache_key not in _PROBED:
+        if len(_PROBED) >= _PROBED_MAX:
+            _PROBED.clear()
+        _PROBED[cache_key] = _pending_timers(operator, ordered)
+    return [list(p) for p in _PROBED[cache_key]]
+
+
+def _pending_timers(operator: str, ordered: list) -> list[list]:
     from streamproof.impl.keygroups import KeyGroupRange
     from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
     from streamproof.impl.timers import ManualProcessingTimeService
