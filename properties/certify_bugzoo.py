@@ -10,6 +10,15 @@ in a context manager, each caught by a test in ``tests/test_certify_bugzoo.py``.
 - ``lineage-replayed-at-scenario-parallelism``: after a rescale before the first completed
   checkpoint, the lineage of the restarted job is replayed at the scenario's parallelism (a
   ``zip`` cut it short).
+- ``tie-order-fixed-in-reference``: the failure-free runs a restored job is compared with fire
+  equal-timestamp timers only in registration order, while a restore fires them key group by key
+  group (Flink leaves that order open): a split firing's difference is blamed on the rescale.
+- ``histories-accepted-without-input-check``: each key group's history after a rescale is taken as
+  the reference without checking that it holds every input record exactly once, so a runtime that
+  replays a record twice explains its own duplicate.
+- ``watermarks-not-regenerated``: a restored source's watermark generator does not restart from the
+  replayed records (the emission points keep their failure-free values), so restored timers wait for
+  the end of input where Flink fires them at the regenerated watermark.
 """
 
 from __future__ import annotations
@@ -84,6 +93,50 @@ def _lineage_at_scenario_parallelism():
         yield
     finally:
         checks._spec = original
+
+
+@_variant("tie-order-fixed-in-reference")
+def _tie_order_fixed():
+    original = checks.OTHER_TIE_ORDERS
+    checks.OTHER_TIE_ORDERS = ()
+    try:
+        yield
+    finally:
+        checks.OTHER_TIE_ORDERS = original
+
+
+@_variant("histories-accepted-without-input-check")
+def _histories_unchecked():
+    original = checks._histories_hold_the_input
+    checks._histories_hold_the_input = lambda scenario, run: True
+    try:
+        yield
+    finally:
+        checks._histories_hold_the_input = original
+
+
+@_variant("watermarks-not-regenerated")
+def _watermarks_not_regenerated():
+    from streamproof.impl import job
+
+    original_tick, original_restart = job.SourceTask.emit_next, job.SourceTask._restart_tick
+
+    def emit_next(self):  # an emission point emits its failure-free value, never a regenerated one
+        if self.offset < len(self.elements) and isinstance(self.elements[self.offset], job.PeriodicWatermark):
+            element = self.elements[self.offset]
+            self.offset += 1
+            if element.timestamp > self.generated:
+                self.generated = element.timestamp
+                self.job.broadcast(self.index, job.Watermark(element.timestamp))
+            return
+        original_tick(self)
+
+    job.SourceTask.emit_next = emit_next
+    job.SourceTask._restart_tick = lambda self: None
+    try:
+        yield
+    finally:
+        job.SourceTask.emit_next, job.SourceTask._restart_tick = original_tick, original_restart
 
 
 __all__ = ["VARIANTS", "applied"]

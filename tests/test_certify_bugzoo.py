@@ -3,14 +3,18 @@ below holds on the real checker and fails with the variant applied."""
 
 from __future__ import annotations
 
+import dataclasses
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from streamproof.properties import certify as cert
 from streamproof.properties import certify_bugzoo as zoo
 from streamproof.properties import certify_checks as checks
-from streamproof.properties.job.steps import Rescale
+from streamproof.impl.operators import KeyedProcessFunction
+from streamproof.properties.job.steps import Fail, Record, Rescale, SourceWatermark
 from streamproof.properties.reach import counting
 from streamproof.properties.scenario import Scenario
 from tests.test_certify_split_shapes import REAL, count_with_timeout, scenario
@@ -64,10 +68,96 @@ def lineage_after_early_rescale_is_replayed() -> bool:
         "certify.same-output", shape).holds
 
 
+def restored_timers_fire_at_the_regenerated_watermark() -> bool:
+    """A checkpoint past the source's last emission point, then a failure: Flink's restarted
+    generator emits from the first replayed record (29), so the restored timers fire before the
+    end of input, not at MAX_WATERMARK (docs/decisions.md, "Watermarks after a restore")."""
+    from tests.test_restore_watermarks import STEPS, restored_after_last_tick
+    from tests.test_restore_watermarks import scenario as window_scenario
+
+    job, restored = restored_after_last_tick(window_scenario(STEPS, watermark_bound=0))
+    marks = [e[1] for e in restored.output_log if e[0] == "watermark"]
+    return marks[:1] == [29] and restored.timers_fired_before_end_of_input() == 2
+
+
+@contextmanager
+def a_record_replayed_twice_after_a_rescale() -> Iterator[None]:
+    """A runtime bug (the test's, not certify's): a rescaled restore rewinds each source's offset
+    by one, so the record before the checkpoint's offset is consumed twice."""
+    from streamproof.impl.job import Job
+
+    original = Job._deploy
+
+    def deploy(self, checkpoint):
+        if checkpoint is not None and checkpoint.parallelism != self.parallelism:
+            checkpoint = dataclasses.replace(checkpoint, source_offsets=[max(0, o - 1) for o in checkpoint.source_offsets])
+        original(self, checkpoint)
+    Job._deploy = deploy
+    try:
+        yield
+    finally:
+        Job._deploy = original
+
+
+def a_record_replayed_twice_is_refused() -> bool:
+    """Two subtasks, a checkpoint, a rescale to one: the key groups' histories hold the replayed
+    record twice, and must not be taken as the reference that explains the duplicate."""
+    base = scenario("count_with_timeout_function", count_with_timeout())
+    shape = Scenario(family="job", steps=base.steps[:3] + (Rescale(12, 1, checkpoints=1),) + base.steps[3:],
+                     params={**base.params, "operator": f"user:{COUNT}", "parallelism": 2, "checkpoint_interval": 2})
+    assert checks.check("certify.same-output", shape).holds  # the runtime without the bug
+    checks._runs.cache_clear()
+    try:
+        with a_record_replayed_twice_after_a_rescale():
+            r = checks.runs(shape)
+            assert not isinstance(r.faulty, str) and r.faulty.lineage is None and r.faulty.histories, r.faulty
+            assert any(e[0] == "failover" and e[3] is not None for e in r.faulty.events), r.faulty.events
+            return not checks.check("certify.same-output", shape).holds
+    finally:
+        checks._runs.cache_clear()
+
+
+class FiringCounter(KeyedProcessFunction):
+    """Numbers its firings in a field of the function (not keyed state): its output depends on the
+    order in which equal-timestamp timers of different keys fire, which Flink leaves open."""
+
+    def open(self, ctx):
+        self.fired = 0
+
+    def process_element(self, value, ctx, out):
+        ctx.timer_service().register_event_time_timer(10)
+
+    def on_timer(self, timestamp, ctx, out):
+        self.fired += 1
+        out.collect((ctx.get_current_key(), self.fired))
+
+
+def a_restore_reordering_equal_timers_is_a_finding() -> bool:
+    """Timers of a, b, c, d at 10 (registered in that order; key groups 1, 6, 6, 0 of 8), a
+    checkpoint, a failure: the restore fires d first, then a, b, c, then y (registered after it).
+    Flink's timer heap leaves that order open: certified, with the tie-order finding."""
+    spec = "tests.test_certify_bugzoo:FiringCounter"
+    cert.load(spec)
+    steps = tuple(Record(0, k, 1, 1) for k in "abcd") + (Fail(11, checkpoints=1),) + \
+        tuple(Record(0, "y", 1, 1) for _ in range(4)) + (SourceWatermark(0, 10),)
+    shape = Scenario(family="job", steps=steps, params={
+        "operator": f"user:{spec}", "sources": 1, "parallelism": 1, "max_parallelism": 8, "checkpoint_interval": 8,
+        "interruptible_timers": True, "unaligned": False, "channel_capacity": 4, "async_mail_rate": 0.0, "seed": 0,
+        "late_records": True, "processing_time": "input"})
+    r = checks.runs(shape)
+    assert checks.output(r.faulty) != checks.output(r.off(0)), "the restore did not reorder the ties"
+    with counting() as reach:
+        holds = checks.check("certify.same-output", shape).holds
+    return holds and checks.FINDING_TIE_ORDER in reach
+
+
 CATCHES = {
     "coverage-counts-empty-splits": empty_splits_are_not_coverage,
     "split-schedule-seeded-only": unsafe_shape_refused_at_every_seed,
     "lineage-replayed-at-scenario-parallelism": lineage_after_early_rescale_is_replayed,
+    "watermarks-not-regenerated": restored_timers_fire_at_the_regenerated_watermark,
+    "histories-accepted-without-input-check": a_record_replayed_twice_is_refused,
+    "tie-order-fixed-in-reference": a_restore_reordering_equal_timers_is_a_finding,
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import sys
 import textwrap
@@ -71,6 +72,7 @@ _REFUSED_CALLS = {
 }
 
 
+@functools.lru_cache(maxsize=1024)  # parsing the source is most of building an operator otherwise
 def _refused_calls(cls: type) -> str | None:
     for klass in cls.__mro__:
         if klass.__module__.startswith(("streamproof.", "pyflink.", "builtins", "abc")):
