@@ -107,6 +107,8 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
         except KeyboardInterrupt:
             raise Interrupted(outcome(tally.first_error)) from None
         except Exception as e:  # a violation or a crash of the implementation
+            if _interrupted_inside(e):  # Hypothesis's own bookkeeping failed on the way out of a Ctrl-C
+                raise Interrupted(outcome(tally.first_error)) from None
             scenario = _scenario_of(prop, e)
             if shrink and scenario is not None and isinstance(e, Violation) and prop.machine is None:
                 try:
@@ -115,6 +117,22 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
                     raise Interrupted(outcome(e, scenario)) from None
             return outcome(e, scenario)
     return outcome(None)
+
+
+def _interrupted_inside(error: BaseException) -> bool:
+    """Was ``error`` raised while a KeyboardInterrupt was being handled outside the property's own
+    check? (Hypothesis asserts on its runner when a Ctrl-C lands before the runner exists: the
+    AssertionError it raises then is the interrupt, not a failure.) A check that raised on its
+    own carries its scenario and is a failure."""
+    if getattr(error, "streamproof_scenario", None) is not None:
+        return False
+    seen, cause = set(), error.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 def _scenario_of(prop: Property, error: BaseException) -> sc.Scenario | None:
