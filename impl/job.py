@@ -74,6 +74,10 @@ class JobSpec:
     # from a generator (PeriodicWatermark elements, params.watermark_bound); False: it ends again
     # whenever the scheduler picks it (what every run did before; existing scenarios keep it)
     ended_sources_finished_on_restore: bool | None = None
+    # the sources run ahead: whenever one can emit, it does before any task step (with unbounded
+    # channels the whole input is queued at once, so a record that follows a watermark is there
+    # while the watermark's timers fire: a timing every job may have)
+    eager_sources: bool = False
 
     def __post_init__(self) -> None:
         if self.timer_tie_order not in TIE_ORDERS:

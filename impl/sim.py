@@ -119,6 +119,9 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
                          **where)
             continue
         actions = [s.emit_next for s in job.sources if s.is_runnable()]
+        if actions and getattr(job.spec, "eager_sources", False):
+            actions[0]()
+            continue
         actions += [t.run_step for t in job.tasks if t.is_runnable()]
         if not actions:
             if job.coordinator.pending or any(t.state == t.FINISHED for t in job.tasks):

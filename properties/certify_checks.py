@@ -35,9 +35,12 @@ from streamproof.properties.verdict import Verdict
 
 OTHER_SCHEDULES = 7      # failure-free schedules besides the scenario's own (made only when needed)
 SPLIT_MAIL_RATE = 0.8    # foreign mail while a timer fires: how often interruptible firings split
-# the split schedules every input is tried under: (mail rate, schedule): foreign mail at every
-# chance (every timer a part of its own), then at random points under two schedules
-SPLIT_PLANS = ((1.0, 0), (SPLIT_MAIL_RATE, 0), (SPLIT_MAIL_RATE, 1))
+EVERY_CHANCE = 1.0       # foreign mail at every chance (every timer a part of its own), the input
+                         # already queued (eager sources: a record after a watermark is there to run
+                         # between the parts of its firing)
+# the split schedules every input is tried under: (mail rate, schedule): at every chance, then at
+# random points under two schedules (the input arriving as the schedule has it)
+SPLIT_PLANS = ((EVERY_CHANCE, 0), (SPLIT_MAIL_RATE, 0), (SPLIT_MAIL_RATE, 1))
 OTHER_TIE_ORDERS = ("key-group", "reversed")  # equal-timestamp timer orders besides insertion order
 CALLBACK_SECONDS = 5.0   # a user callback running longer is stopped with one line
 
@@ -96,7 +99,7 @@ def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = Non
     # checkpoint restarted the job from scratch at the new parallelism)
     spec = _spec(scenario, interruptible, mail_rate, tie=tie)
     return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9,
-                               parallelism=len(lineage))
+                               parallelism=len(lineage), eager_sources=mail_rate == EVERY_CHANCE)
 
 
 def _job_spec(scenario: Scenario, interruptible: bool, mail_rate: float | None) -> JobSpec:

@@ -333,85 +333,173 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     if in_order and spec.source_layout == "one":
         return _burst_in_order(draw, st, operator, list(stamped), bound)
     pool: list = []
-    if in_order:  # each key's records in their order, the keys interleaved two ways
-        orders = [_by_rank(stamped), _by_time_per_key(stamped)]
-    else:
-        orders = [sorted(stamped, key=lambda item: item[2])]
-        # a pool of the user's records to bring in after the watermark: those of due keys
+    if not in_order:  # a pool of the user's records to bring in after the watermark: those of due keys
         pool = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=10, max_size=40),
                                                             label="records after it")]
-    scored = []
-    for ordered in orders:
-        pending = pending_timers(operator, ordered)
-        score, choices = _burst_choices(ordered, pending, bound, extra=pool)
-        scored.append((score, ordered, pending, choices))
-    best = max(score for score, _, _, _ in scored)
-    _, ordered, pending, choices = next(x for x in scored if x[0] == best)
+    _, _, ordered, pending, choices, pool = _burst_plan(operator, stamped, bound, in_order, pool)
     n = len(ordered)
+    first = None
     if choices:
-        point, watermark = draw(st.sampled_from(choices), label="burst point and watermark")
+        point, watermark, first = draw(st.sampled_from(choices), label="burst point and watermark")
     else:
         point = draw(st.integers(max(0, n // 3), n - 1), label="burst point")
         watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
-    timers = pending[point] if point < len(pending) else []
-    position: dict = {}
-    for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
-        position[key] = index  # the last of its due timers
     steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
     steps.append(SourceWatermark(0, watermark))
+    steps += [_record_step(0, record, key, ts) for record, key, ts in _after(ordered, pending, pool, in_order, point,
+                                                                             watermark, first)]
+    return steps
+
+
+
+
+def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: list) -> tuple:
+    """The input order and burst choices ((point, watermark, first) triples) to draw from, as
+    ``(hit, score, ordered, pending, choices, pool)``: records mode, the records in timestamp order
+    (and, without a hit, with one of the pool's later records among them: :data:`RAISERS`); a
+    ``--stream``, each key's records in their order, interleaved two ways (:func:`_by_rank`,
+    :func:`_by_time_per_key`). Choices where splitting changes the operator's output
+    (:func:`splits_change_output`) come first, then the score of :func:`_burst_choices`."""
+    orders = (_by_rank(stamped), _by_time_per_key(stamped)) if in_order else \
+        (sorted(stamped, key=lambda item: item[2]),)
+    plans = [_plan(operator, ordered, bound, in_order, pool) for ordered in orders]
+    if not in_order and not any(plan[0] for plan in plans):
+        # records mode: a later record of the pool before the watermark raises it (timers with
+        # a time constant longer than the records' spread come due)
+        latest = max(ts for _, _, ts in stamped)
+        for raiser in sorted((x for x in pool if x[2] > latest), key=lambda x: -x[2])[:RAISERS]:
+            rest = [x for x in pool if x is not raiser]
+            plans.append(_plan(operator, sorted(stamped + [raiser], key=lambda item: item[2]), bound, in_order, rest))
+    best = max(plan[:2] for plan in plans)
+    return next(plan for plan in plans if plan[:2] == best)
+
+
+PROBE_PAIRS = 16  # (choice, record) pairs per input order tried on the operator alone (split and not)
+RAISERS = 3  # records mode: pool records tried as the one that raises the burst's watermark
+
+
+def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) -> tuple:
+    pending = pending_timers(operator, ordered)
+    scored = _scored_choices(ordered, pending, bound, in_order, pool)
+    score = max((s for s, _, _ in scored), default=0)
+    choices = [(point, watermark) for s, point, watermark in scored if s == score and s]
+    # the choices, each with a record to put right after the watermark, where splitting the
+    # firing changes what the operator alone outputs: the best scored first, a few pairs in all
+    hits, tried = [], 0
+    candidates = {(point, watermark): _candidates(ordered, pending, pool, in_order, point, watermark)
+                  for s, point, watermark in scored if s}
+    # the choices with the most records that may meet their key's due timers first, then by score
+    for _, point, watermark in sorted((x for x in scored if x[0]),
+                                      key=lambda x: (-len(candidates[x[1:]]), -x[0])):
+        for i, item in enumerate(candidates[(point, watermark)]):
+            if tried >= PROBE_PAIRS:
+                break
+            tried += 1
+            if splits_change_output(operator, ordered, watermark, point, [item]):
+                hits.append((point, watermark, i))
+                break
+        if tried >= PROBE_PAIRS or len(hits) >= 3:
+            break
+    return bool(hits), score, ordered, pending, hits or [(point, watermark, None) for point, watermark in choices], pool
+
+
+def _positions(pending: list, point: int, watermark: int, first: bool = False) -> dict:
+    """Per key (repr) with a timer due at ``watermark``, the index of its last (``first``: first)
+    due timer in firing order."""
+    timers = pending[point] if point < len(pending) else []
+    due = list(enumerate(t for t in timers if t[0] <= watermark))
+    return {key: index for index, (_, key) in (reversed(due) if first else due)}
+
+
+def _after(ordered: list, pending: list, pool: list, in_order: bool, point: int, watermark: int,
+           first: int | None = None) -> list:
+    """The records after the burst's watermark: the keys whose due timer fires third or later
+    first (a stable sort: each key's records stay in their order; the order across keys is free,
+    as between the partitions of a source); with ``pool`` (records mode), first its records of due
+    keys, those of keys firing third or later and on time first (at most eight). ``first``: the
+    index in :func:`_candidates` of the record to put right after the watermark."""
+    position = _positions(pending, point, watermark)
     rest = ordered[point + 1:]
-    if not in_order:  # records: from the pool, those of due keys, on time first (at most eight)
-        due = [x for x in pool if repr(x[1]) in position]
-        more = ([x for x in due if x[2] > watermark] + [x for x in due if x[2] <= watermark])[:8]
-        rest = more + rest
-    # the keys whose due timer fires third or later first (a stable sort: each key's records stay
-    # in their order; the order across keys is free, as between the partitions of a source)
+    if not in_order:
+        due = sorted((x for x in pool if repr(x[1]) in position),
+                     key=lambda item: (position[repr(item[1])] < 2, item[2] <= watermark))
+        rest = due[:8] + rest
     rest = sorted(rest, key=lambda item: (position.get(repr(item[1]), -1) < 2, in_order or item[2] <= watermark,
                                           position.get(repr(item[1]), 0)))
-    steps += [_record_step(0, record, key, ts) for record, key, ts in rest]
-    return steps
+    if first is not None:
+        chosen = _candidates(ordered, pending, pool, in_order, point, watermark)[first]
+        rest = [chosen] + [x for x in rest if x is not chosen]
+    return rest
+
+
+CANDIDATES = 8  # records tried as the one right after the burst's watermark
+
+
+def _candidates(ordered: list, pending: list, pool: list, in_order: bool, point: int, watermark: int) -> list:
+    """The on-time records that may run right after the burst's watermark, between the second
+    and third parts of a split firing, of keys whose due timer fires third or later: of a
+    ``--stream`` each such key's next record (its order kept), else any of their records after
+    the point or in ``pool``. At most :data:`CANDIDATES`."""
+    position = _positions(pending, point, watermark)
+    firsts = _positions(pending, point, watermark, first=True)
+    found, seen = [], set()
+    for item in list(ordered[point + 1:]) + ([] if in_order else list(pool)):
+        key = repr(item[1])
+        if position.get(key, -1) < 2 or (in_order and key in seen):
+            continue
+        seen.add(key)
+        if item[2] > watermark:
+            found.append(item)
+    # keys none of whose due timers fires before the record first
+    found.sort(key=lambda item: firsts[repr(item[1])] < 2)
+    return found[:CANDIDATES]
 
 
 def _burst_choices(ordered: list, pending: list, bound: int, in_order: bool = False,
                    extra: list = ()) -> tuple[int, list]:
-    """The (burst point, watermark) pairs under which the most records after the watermark meet a
-    due timer of their key not fired yet when every timer is a part of its own (the record ``j``
-    after the watermark runs before the due timer ``j + 2``, counted from 0); with ``--records``
-    more records of due keys are drawn, so points that make three or more keys due count too."""
-    best, choices = 0, []
-    for point in range(min(len(ordered) - 1, len(pending))):
-        timers = pending[point]
-        if not timers:
+    """The best score of :func:`_scored_choices` and the (point, watermark) pairs that have it."""
+    scored = _scored_choices(ordered, pending, bound, in_order, extra)
+    best = max((score for score, _, _ in scored), default=0)
+    return best, [(point, watermark) for score, point, watermark in scored if score == best and score]
+
+
+def _scored_choices(ordered: list, pending: list, bound: int, in_order: bool = False, extra: list = ()) -> list:
+    """Per burst point with due timers, ``(score, point, watermark)``: how many records after the
+    watermark meet a due timer of their key not fired yet when every timer is a part of its own
+    (the record ``j`` after the watermark runs before the due timer ``j + 2``, counted from 0),
+    on time ones counting most and keys none of whose due timers fires before the record most of
+    all; with ``--records`` more records of due keys are drawn (``extra``), so points that make
+    three or more keys due count too."""
+    scored = []
+    for point in range(min(len(ordered) - (0 if extra else 1), len(pending))):
+        if not pending[point]:
             continue
-        generated = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
-        for watermark in (generated,):
-            position: dict = {}
-            for index, (_, key) in enumerate(t for t in timers if t[0] <= watermark):
-                position[key] = index  # the last of its due timers
-            # records on time (above the watermark) first: the shape on records every source
-            # sends; records behind the watermark next (some operators only get those)
-            if in_order:  # exactly the records that follow
-                after = ordered[point + 1:point + 1 + len(position)]
-                meets = [ts > watermark for j, (_, key, ts) in enumerate(after) if position.get(repr(key), -1) >= j + 2]
-            else:  # the records that follow (and ``extra`` ones) are brought forward by key
-                keys = [(repr(key), ts > watermark) for _, key, ts in list(ordered[point + 1:]) + list(extra)]
-                meets = [max(on for k, on in keys if k == key) for key, p in position.items()
-                         if p >= 2 and any(k == key for k, _ in keys)]
-            score = 100 * sum(meets) + 10 * (len(meets) - sum(meets)) + sum(1 for p in position.values() if p >= 2)
-            if score > best:
-                best, choices = score, []
-            if score == best and score:
-                choices.append((point, watermark))
-    return best, choices
+        watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
+        position = _positions(pending, point, watermark)
+        firsts = _positions(pending, point, watermark, first=True)
+        # records on time (above the watermark) first: the shape on records every source
+        # sends; records behind the watermark next (some operators only get those)
+        if in_order:  # exactly the records that follow
+            after = ordered[point + 1:point + 1 + len(position)]
+            meets = [ts > watermark for j, (_, key, ts) in enumerate(after) if position.get(repr(key), -1) >= j + 2]
+        else:  # the records that follow (and ``extra`` ones) are brought forward by key
+            keys = [(repr(key), ts > watermark) for _, key, ts in list(ordered[point + 1:]) + list(extra)]
+            meets = [max(on for k, on in keys if k == key) for key, p in position.items()
+                     if p >= 2 and any(k == key for k, _ in keys)]
+            # a record on time of a key none of whose due timers fires before the third part
+            meets += [max(on for k, on in keys if k == key) * 10 for key, p in firsts.items()
+                      if p >= 2 and any(k == key for k, _ in keys)]
+        score = 100 * sum(meets) + 10 * sum(1 for m in meets if not m) + sum(1 for p in position.values() if p >= 2)
+        scored.append((score, point, watermark))
+    return scored
 
 
 def _stream_score(operator: str, spec: RecordSpec, drawn: list) -> tuple:
-    """How well a whole input lends itself to the burst shape (:func:`_burst_choices`, with no
-    out-of-orderness), then its length."""
+    """How well a whole input lends itself to the burst shape (:func:`_burst_plan` with no
+    out-of-orderness: a choice that splitting changes, then its score), then its length."""
     stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
-    best = max(_burst_choices(order, pending_timers(operator, order), 0)[0]
-               for order in (_by_rank(stamped), _by_time_per_key(stamped)))
-    return best, len(drawn)
+    hit, score = _burst_plan(operator, stamped, 0, True, [])[:2]
+    return hit, score, len(drawn)
 
 
 def _by_rank(stamped: list) -> list:
@@ -474,32 +562,101 @@ def pending_timers(operator: str, ordered: list) -> list[list]:
     return [list(p) for p in _PROBED[cache_key]]
 
 
-def _pending_timers(operator: str, ordered: list) -> list[list]:
+_SPLIT_PROBED: dict = {}
+
+
+def splits_change_output(operator: str, ordered: list, watermark: int, point: int, after: list) -> bool:
+    """Does splitting the burst's firing change what the operator alone outputs? The operator runs
+    over ``ordered[:point + 1]``, then the watermark, then the records of ``after`` that are on time
+    (a difference only late records make is a finding, not a refusal) and the end of input,
+    twice: the watermark's timers fired at once, and fired one part at a time with one record
+    between two parts from the third part on (the split certify.interruptible-timers tries
+    first). A search aid only (remembered per input): the verdict is the job's."""
+    try:
+        cache_key = (operator, watermark, point, tuple((repr(r), repr(k), ts) for r, k, ts in ordered),
+                     tuple((repr(r), repr(k), ts) for r, k, ts in after))
+    except Exception:  # noqa: BLE001 - a record whose repr fails
+        return False
+    if cache_key not in _SPLIT_PROBED:
+        if len(_SPLIT_PROBED) >= _PROBED_MAX:
+            _SPLIT_PROBED.clear()
+        on_time = [item for item in after if item[2] > watermark]  # a late record's difference is a finding
+        outputs = [_probe_outputs(operator, ordered[:point + 1], watermark, on_time, split) for split in (False, True)]
+        _SPLIT_PROBED[cache_key] = None not in outputs and outputs[0] != outputs[1]
+    return _SPLIT_PROBED[cache_key]
+
+
+def _probe_outputs(operator: str, before: list, watermark: int, after: list, split: bool):
+    from collections import Counter
+
+    from streamproof.properties.job.values import canonical
+    from streamproof.impl.timers import MAX_WATERMARK
+
+    outputs: list = []
+    try:
+        op = _probe_operator(operator, lambda value, ts: outputs.append(value),
+                             lambda tag, value, ts: outputs.append(("side-output", tag, value)))
+        if op is None:
+            return None
+        for item in before:
+            op.process_element(_probe_record(*item))
+        rest = list(after)
+        manager = op.time_service_manager
+        if split:
+            parts = 0
+            while not manager.try_advance_watermark(watermark, lambda: True):
+                parts += 1
+                if parts >= 2 and rest:
+                    op.process_element(_probe_record(*rest.pop(0)))
+        else:
+            manager.advance_watermark(watermark)
+        for item in rest:
+            op.process_element(_probe_record(*item))
+        manager.advance_watermark(MAX_WATERMARK)
+        return Counter(canonical(v) for v in outputs)
+    except Exception:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
+        return None
+
+
+def _probe_operator(operator: str, emit, emit_side):
     from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
+    from streamproof.impl.operators import KeyedProcessOperator
     from streamproof.impl.timers import ManualProcessingTimeService
     from streamproof.properties.job.functions import FUNCTIONS
+
+    factory = FUNCTIONS.get(operator)
+    if factory is None:
+        return None
+    op = KeyedProcessOperator(factory(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0), emit,
+                              emit_side=emit_side, max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
+    op.open()
+    return op
+
+
+def _probe_record(record: Any, key: Any, ts: int):
+    from streamproof.impl.operators import StreamRecord
     from streamproof.properties.job.steps import CompositeKey
     from streamproof.properties.job.values import decode
 
+    routed = decode(encode(key))
+    if isinstance(routed, bool) or not isinstance(routed, (str, int)):
+        routed = CompositeKey.of(routed)
+    return StreamRecord(routed, decode(encode(record)), ts)
+
+
+def _pending_timers(operator: str, ordered: list) -> list[list]:
     found: list[list] = []
-    factory = FUNCTIONS.get(operator)
-    if factory is None:
-        return found
     try:
-        operator_ = KeyedProcessOperator(factory(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0),
-                                         lambda value, ts: None, emit_side=lambda tag, value, ts: None,
-                                         max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
-        operator_.open()
+        op = _probe_operator(operator, lambda value, ts: None, lambda tag, value, ts: None)
+        if op is None:
+            return found
         names: dict = {}
-        for record, key, ts in ordered:
-            routed = decode(encode(key))
-            if isinstance(routed, bool) or not isinstance(routed, (str, int)):
-                routed = CompositeKey.of(routed)
-            names[routed] = repr(key)
-            operator_.process_element(StreamRecord(routed, decode(encode(record)), ts))
+        for item in ordered:
+            record = _probe_record(*item)
+            names[record.key] = repr(item[1])
+            op.process_element(record)
             found.append(sorted((timer[0], names.get(timer[1], repr(timer[1])))
-                                for service in operator_.time_service_manager.services.values()
+                                for service in op.time_service_manager.services.values()
                                 for timer in service.event_time_timers_queue))
     except Exception:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
         pass
