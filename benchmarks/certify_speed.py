@@ -97,6 +97,20 @@ def main(argv: list[str] | None = None) -> int:
         slow = sorted(r["slowdown"] for r in held)
         print(f"\nheld in both: {len(held)} property runs; slowdown (baseline scenarios/s / now) "
               f"median {slow[len(slow) // 2]:.2f}x, max {slow[-1]:.2f}x")
+    # a held certificate: every property held in both runs; its time is the sum of its properties'
+    whole = {}
+    for r in rows:
+        whole.setdefault(r["operator"], []).append(r)
+    certificates = [(name, sum(r["examples"] / r["per_second"] for r in rs),
+                     sum(r["examples"] / r["baseline_per_second"] for r in rs))
+                    for name, rs in whole.items()
+                    if all(r["held"] and r.get("baseline_held") is True and r.get("baseline_per_second") for r in rs)]
+    for name, now, before in certificates:
+        print(f"held certificate {name}: {now:.1f} s now, {before:.1f} s baseline, {now / before:.2f}x")
+    if certificates:
+        ratios = sorted(now / before for _, now, before in certificates)
+        print(f"held certificates: {len(ratios)}; slowdown median {ratios[len(ratios) // 2]:.2f}x, "
+              f"max {ratios[-1]:.2f}x")
     return 0
 
 

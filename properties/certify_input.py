@@ -374,7 +374,7 @@ def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: 
     return next(plan for plan in plans if plan[:2] == best)
 
 
-PROBE_PAIRS = 16  # (choice, record) pairs per input order tried on the operator alone (split and not)
+PROBE_PAIRS = 12  # (choice, record) pairs per input order tried on the operator alone (split and not)
 RAISERS = 3  # records mode: pool records tried as the one that raises the burst's watermark
 
 
@@ -398,7 +398,7 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) 
             if splits_change_output(operator, ordered, watermark, point, [item]):
                 hits.append((point, watermark, i))
                 break
-        if tried >= PROBE_PAIRS or len(hits) >= 3:
+        if tried >= PROBE_PAIRS or len(hits) >= 2:
             break
     return bool(hits), score, ordered, pending, hits or [(point, watermark, None) for point, watermark in choices], pool
 

@@ -547,3 +547,38 @@ def test_streamproof_flink_imports_nothing_heavy():
     code = ("import sys, streamproof.flink, streamproof.flink.datastream, streamproof.flink.common; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hypothesis', 'z3', 'click', 'pyflink')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_state_values_are_copied_as_a_round_trip_would_unshared_and_equal():
+    """``adapter._copy`` (what state and outputs get: a serialize/deserialize round trip) copies
+    atoms, containers, rows and plain objects directly, anything with pickling hooks by deepcopy."""
+    import datetime
+
+    from streamproof.flink.adapter import _copy
+    from streamproof.flink.common import Row
+
+    class Plain:
+        def __init__(self):
+            self.heap = [(1, Row(id="a", ts=1))]
+
+    class Hooked:
+        def __init__(self):
+            self.items = [1]
+
+        def __deepcopy__(self, memo):
+            copied = Hooked()
+            copied.items = ["deep"]
+            return copied
+
+    value = {"rows": [Row(id="a", values=[1, 2])], "t": (1, [2]), "s": {3}, "p": Plain(), "h": Hooked(),
+             "d": datetime.datetime(2024, 1, 1)}
+    copied = _copy(value)
+    assert copied["rows"] == value["rows"] and copied["rows"][0] is not value["rows"][0]
+    assert copied["rows"][0].values is not value["rows"][0].values and copied["rows"][0].as_dict() == {
+        "id": "a", "values": [1, 2]}
+    assert copied["t"] == (1, [2]) and copied["t"][1] is not value["t"][1] and copied["s"] == {3}
+    assert type(copied["p"]) is Plain and copied["p"].heap == value["p"].heap and copied["p"].heap is not value["p"].heap
+    assert copied["h"].items == ["deep"] and copied["d"] == value["d"]
+    cycle: list = []
+    cycle.append(cycle)
+    assert type(_copy(cycle)) is list  # deeper than the direct copy goes: deepcopy, no recursion error

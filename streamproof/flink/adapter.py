@@ -20,6 +20,7 @@ import textwrap
 from typing import Any
 
 from streamproof.flink.common.typeinfo import check_value
+from streamproof.flink.common.types import Row
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.datastream import state as st
 from streamproof.flink.datastream.output_tag import OutputTag
@@ -33,15 +34,55 @@ __all__ = ["PyFlinkFunctionAdapter", "adapt", "adapt_class", "refusal_reason", "
 _ATOMS = (int, float, str, bool, bytes, type(None))
 
 
-def _copy(value: Any) -> Any:
-    """What a serialize/deserialize round trip gives: an equal, unshared object."""
-    return value if type(value) in _ATOMS else copy.deepcopy(value)
+def _copy(value: Any, depth: int = 0) -> Any:
+    """What a serialize/deserialize round trip gives: an equal, unshared object. Atoms, tuples,
+    lists, dicts, sets and rows are copied directly (``copy.deepcopy`` was most of the time of an
+    operator keeping a list of rows in state); anything else, or nesting deeper than 32 levels (a
+    cycle), by ``copy.deepcopy``."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if depth > 32:
+        return copy.deepcopy(value)
+    depth += 1
+    if kind is list:
+        return [_copy(v, depth) for v in value]
+    if kind is tuple:
+        return tuple(_copy(v, depth) for v in value)
+    if kind is dict:
+        return {_copy(k, depth): _copy(v, depth) for k, v in value.items()}
+    if kind is set or kind is frozenset:
+        return kind(_copy(v, depth) for v in value)
+    if kind is Row and type(getattr(value, "_values", None)) is list:
+        row = object.__new__(Row)
+        row.__dict__.update(value.__dict__)
+        row._values = [_copy(v, depth) for v in value._values]
+        if "_fields" in row.__dict__ and type(row._fields) is list:
+            row._fields = list(row._fields)
+        return row
+    if _plain_class(kind) and type(getattr(value, "__dict__", None)) is dict:
+        instance = object.__new__(kind)  # what pickle does for an instance without hooks
+        instance.__dict__.update(_copy(value.__dict__, depth))
+        return instance
+    return copy.deepcopy(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_class(kind: type) -> bool:
+    """A class whose instances pickle and deep-copy as their ``__dict__`` alone (no hooks, no
+    slots, no metaclass, ``object.__new__``)."""
+    hooks = ("__reduce_ex__", "__reduce__", "__getstate__", "__setstate__", "__deepcopy__", "__copy__",
+             "__getnewargs__", "__getnewargs_ex__")
+    return type(kind) is type and kind.__new__ is object.__new__ and \
+        all(getattr(kind, hook, None) is getattr(object, hook, None) for hook in hooks) and \
+        not any("__slots__" in vars(base) for base in kind.__mro__)
 
 
 def _mro_names(cls: type) -> list[tuple[str, str]]:
     return [(c.__module__, c.__name__) for c in getattr(cls, "__mro__", ())]
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every emitted value (is it an OutputTag?)
 def _genuine_pyflink(cls: type, name: str) -> bool:
     return any(m.startswith("pyflink.") and n == name for m, n in _mro_names(cls))
 
