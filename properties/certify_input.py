@@ -614,8 +614,19 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
             op.process_element(_probe_record(*item))
         manager.advance_watermark(MAX_WATERMARK)
         return Counter(canonical(v) for v in outputs)
-    except Exception:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
+    except Exception as e:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
+        _remember_slow(operator, e)
         return None
+
+
+def _remember_slow(operator: str, error: Exception) -> None:
+    from streamproof.impl.operators import CallbackLimitExceeded
+
+    if isinstance(error, CallbackLimitExceeded):  # a looping callback: the runs say so, once
+        _SLOW_PROBES.add(operator)
+
+
+_SLOW_PROBES: set = set()  # operators whose callback ran past the probe's time limit: never probed again
 
 
 def _probe_operator(operator: str, emit, emit_side):
@@ -625,7 +636,7 @@ def _probe_operator(operator: str, emit, emit_side):
     from streamproof.properties.job.functions import FUNCTIONS
 
     factory = FUNCTIONS.get(operator)
-    if factory is None:
+    if factory is None or operator in _SLOW_PROBES:
         return None
     op = KeyedProcessOperator(factory(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0), emit,
                               emit_side=emit_side, max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
@@ -658,8 +669,8 @@ def _pending_timers(operator: str, ordered: list) -> list[list]:
             found.append(sorted((timer[0], names.get(timer[1], repr(timer[1])))
                                 for service in op.time_service_manager.services.values()
                                 for timer in service.event_time_timers_queue))
-    except Exception:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
-        pass
+    except Exception as e:  # noqa: BLE001 - the user's code: the runs report its errors, not the probe
+        _remember_slow(operator, e)
     return found
 
 

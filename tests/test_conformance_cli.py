@@ -18,12 +18,12 @@ def test_unknown_family_is_bad_input():
 
 
 @pytest.mark.skipif(not JAVA, reason="java/javac not installed: the Flink harness cannot be built")
-def test_every_family_agrees_with_flink_on_300_random_scenarios(tmp_path):
-    result = CliRunner().invoke(cli, ["conform", "--examples", "300", "--seed", "0", "--out", str(tmp_path), "--json"])
+def test_every_family_agrees_with_flink_on_100_random_scenarios(tmp_path):
+    result = CliRunner().invoke(cli, ["conform", "--examples", "100", "--seed", "0", "--out", str(tmp_path), "--json"])
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     assert {r["family"] for r in rows} >= {"timers", "mailbox", "valve"}
     for row in rows:
-        assert row["compared"] == 300, row
+        assert row["compared"] == 100, row  # make conformance: 300
         assert row["harness_errors"] == row["implementation_divergences"] == row["model_divergences"] == 0, row
     assert result.exit_code == 0, result.output
     assert not list(tmp_path.iterdir())
