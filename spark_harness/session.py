@@ -192,19 +192,36 @@ def start_session(master: str = "local[*]", api: str = "classic", app_name: str 
         options = {k: v for k, v in options.items() if k.startswith("spark.sql.")}
     else:
         builder = builder.master(master)
-        if api == "connect":
-            options["spark.api.mode"] = "connect"
     for key, value in options.items():
         builder = builder.config(key, value)
     with warnings.catch_warnings(), _stderr_to(log_path if target.needs_jvm else None):
         # Connect re-applies every option on its session and warns about the static ones
         warnings.simplefilter("ignore")
         try:
-            spark = builder.getOrCreate()
+            spark = _embedded_connect(master, options) if api == "connect" and target.kind != "connect" \
+                else builder.getOrCreate()
         except Exception as e:  # noqa: BLE001 - one line for the CLI
             where = f" (JVM output: {log_path})" if log_path and target.needs_jvm else ""
             raise SparkSetupError(f"cannot start Spark for {master}: {_first_line(e)}{where}") from None
     return spark
+
+
+def _embedded_connect(master: str, options: dict):
+    """A Spark Connect session on a server started in this process on a free loopback port.
+    PySpark's own ``spark.api.mode=connect`` binds and dials the fixed port 15002, so two
+    campaigns on one machine collide (the second one's client talks to the first's server)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from pyspark.sql.session import SparkSession
+
+    opts = dict(options, **{"spark.connect.grpc.binding.port": "0"})
+    os.environ["SPARK_LOCAL_REMOTE"] = "1"  # stop() then stops the server's session too
+    ConnectSession._start_connect_server(master, opts)
+    jvm = SparkSession._instantiatedSession._jvm
+    service = getattr(getattr(jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
+    port = service.localPort()
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    # sc://localhost: PySpark sends the session token without TLS to localhost only
+    return ConnectSession.builder.remote(f"sc://localhost:{port}").config(map=opts).getOrCreate()
 
 
 def _first_line(e: BaseException) -> str:

@@ -5,6 +5,9 @@ Spark Connect server (``sc://``) running on that cluster. The results match seed
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 import pytest
 
 from streamproof.spark_harness import testing
@@ -57,7 +60,14 @@ def test_embedded_classic(tmp_path, outputs):
 
 
 def test_embedded_connect(tmp_path, outputs):
-    summary = campaign("local[2]", tmp_path, outputs, "--api", "connect")
+    # another campaign's server on PySpark's fixed port 15002 (a second ``make test`` beside this
+    # one): the embedded server takes a free port and the client dials that one
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # already taken: by another run, which is the point
+            other.bind(("127.0.0.1", 15002))
+            other.listen()
+        summary = campaign("local[2]", tmp_path, outputs, "--api", "connect")
     assert summary["run"]["api"] == "connect"
 
 
