@@ -250,8 +250,8 @@ def user_scenarios(operator: str, spec: RecordSpec):
         # of their keys are still on time): a small bound mostly
         bounds = [0, 0, span // 20] if burst else [0, span // 20, span // 5]
         bound = draw(st.sampled_from(bounds), label="out-of-orderness")
-        if burst:
-            sources, steps = 1, _burst(draw, st, operator, stamped, bound, spec, records)
+        if burst:  # the bound may grow: a watermark at a due timer's time (:func:`_watermarks`)
+            sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records)
         else:
             layout = spec.source_layout
             sources = 1 if layout == "one" else draw(st.integers(1, 3), label="sources")
@@ -346,11 +346,15 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
         watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
     steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
     steps.append(SourceWatermark(0, watermark))
-    steps += [_record_step(0, record, key, ts) for record, key, ts in _after(ordered, pending, pool, in_order, point,
-                                                                             watermark, first)]
-    return steps
+    if first != END:
+        steps += [_record_step(0, record, key, ts)
+                  for record, key, ts in _after(ordered, pending, pool, in_order, point, watermark, first)]
+    return steps, _bound(ordered, point, watermark)
 
 
+def _bound(ordered: list, point: int, watermark: int) -> int:
+    """The out-of-orderness bound whose generator emits ``watermark`` after ``ordered[:point + 1]``."""
+    return max(ts for _, _, ts in ordered[:point + 1]) - watermark - 1
 
 
 def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: list) -> tuple:
@@ -366,16 +370,20 @@ def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: 
     if not in_order and not any(plan[0] for plan in plans):
         # records mode: a later record of the pool before the watermark raises it (timers with
         # a time constant longer than the records' spread come due)
+        # (the earliest such records first: a raiser leaves the pool's later records on time)
         latest = max(ts for _, _, ts in stamped)
-        for raiser in sorted((x for x in pool if x[2] > latest), key=lambda x: -x[2])[:RAISERS]:
+        later = sorted((x for x in pool if x[2] > latest), key=lambda x: x[2])
+        for raiser in [x for x in later if x[2] < later[-1][2]][:RAISERS]:
             rest = [x for x in pool if x is not raiser]
             plans.append(_plan(operator, sorted(stamped + [raiser], key=lambda item: item[2]), bound, in_order, rest))
+            if plans[-1][0]:
+                break
     best = max(plan[:2] for plan in plans)
     return next(plan for plan in plans if plan[:2] == best)
 
 
 PROBE_PAIRS = 12  # (choice, record) pairs per input order tried on the operator alone (split and not)
-RAISERS = 3  # records mode: pool records tried as the one that raises the burst's watermark
+RAISERS = 6  # records mode: pool records tried as the one that raises the burst's watermark
 
 
 def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) -> tuple:
@@ -400,7 +408,16 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) 
                 break
         if tried >= PROBE_PAIRS or len(hits) >= 2:
             break
+    if not hits:  # the end of input right after the watermark, in the firing (the latest points first)
+        for _, point, watermark in sorted((x for x in scored if x[0]), key=lambda x: (-x[1], -x[0]))[:END_PROBES]:
+            if splits_change_output(operator, ordered, watermark, point, [], end=True):
+                hits.append((point, watermark, END))
+                break
     return bool(hits), score, ordered, pending, hits or [(point, watermark, None) for point, watermark in choices], pool
+
+
+END = -1  # a burst choice's ``first``: the input ends right after the watermark (no records after it)
+END_PROBES = 4  # choices tried with the end of input inside the split firing
 
 
 def _positions(pending: list, point: int, watermark: int, first: bool = False) -> dict:
@@ -474,24 +491,45 @@ def _scored_choices(ordered: list, pending: list, bound: int, in_order: bool = F
     for point in range(min(len(ordered) - (0 if extra else 1), len(pending))):
         if not pending[point]:
             continue
-        watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
-        position = _positions(pending, point, watermark)
-        firsts = _positions(pending, point, watermark, first=True)
-        # records on time (above the watermark) first: the shape on records every source
-        # sends; records behind the watermark next (some operators only get those)
-        if in_order:  # exactly the records that follow
-            after = ordered[point + 1:point + 1 + len(position)]
-            meets = [ts > watermark for j, (_, key, ts) in enumerate(after) if position.get(repr(key), -1) >= j + 2]
-        else:  # the records that follow (and ``extra`` ones) are brought forward by key
-            keys = [(repr(key), ts > watermark) for _, key, ts in list(ordered[point + 1:]) + list(extra)]
-            meets = [max(on for k, on in keys if k == key) for key, p in position.items()
-                     if p >= 2 and any(k == key for k, _ in keys)]
-            # a record on time of a key none of whose due timers fires before the third part
-            meets += [max(on for k, on in keys if k == key) * 10 for key, p in firsts.items()
-                      if p >= 2 and any(k == key for k, _ in keys)]
-        score = 100 * sum(meets) + 10 * sum(1 for m in meets if not m) + sum(1 for p in position.values() if p >= 2)
-        scored.append((score, point, watermark))
+        times = [ts for _, _, ts in ordered[:point + 1]]
+        for watermark in _watermarks(pending[point], min(times), max(times), bound):
+            score = _score(ordered, pending, point, watermark, in_order, extra)
+            scored.append((score, point, watermark))
     return scored
+
+
+WATERMARKS = 3  # per burst point, watermarks at due timers' times tried besides the drawn bound's
+
+
+def _watermarks(timers: list, lowest: int, highest: int, bound: int) -> list:
+    """The watermarks a bounded-out-of-orderness source may emit after records from ``lowest`` to
+    ``highest``: the drawn bound's (``highest - bound - 1``), and ones at the time of the third, the
+    middle and the last pending timer in that range (a larger bound: timers with a time constant
+    longer than the records' spread come due while later records are still on time)."""
+    times = sorted({ts for ts, _ in timers if lowest <= ts < highest})
+    aligned = [t for t in (times[2:3] + times[len(times) // 2:len(times) // 2 + 1] + times[-1:])
+               if sum(1 for ts, _ in timers if ts <= t) >= 3]
+    return list(dict.fromkeys([highest - bound - 1] + aligned[:WATERMARKS]))
+
+
+def _score(ordered: list, pending: list, point: int, watermark: int, in_order: bool, extra: list) -> int:
+    """How many records after ``watermark`` may meet a due timer of their key not fired yet (see
+    :func:`_scored_choices`)."""
+    position = _positions(pending, point, watermark)
+    firsts = _positions(pending, point, watermark, first=True)
+    # records on time (above the watermark) first: the shape on records every source
+    # sends; records behind the watermark next (some operators only get those)
+    if in_order:  # exactly the records that follow
+        after = ordered[point + 1:point + 1 + len(position)]
+        meets = [ts > watermark for j, (_, key, ts) in enumerate(after) if position.get(repr(key), -1) >= j + 2]
+    else:  # the records that follow (and ``extra`` ones) are brought forward by key
+        keys = [(repr(key), ts > watermark) for _, key, ts in list(ordered[point + 1:]) + list(extra)]
+        meets = [max(on for k, on in keys if k == key) for key, p in position.items()
+                 if p >= 2 and any(k == key for k, _ in keys)]
+        # a record on time of a key none of whose due timers fires before the third part
+        meets += [max(on for k, on in keys if k == key) * 10 for key, p in firsts.items()
+                  if p >= 2 and any(k == key for k, _ in keys)]
+    return 100 * sum(meets) + 10 * sum(1 for m in meets if not m) + sum(1 for p in position.values() if p >= 2)
 
 
 def _stream_score(operator: str, spec: RecordSpec, drawn: list) -> tuple:
@@ -539,7 +577,8 @@ def _burst_in_order(draw, st, operator: str, ordered: list, bound: int) -> list:
         watermark = max(ts for _, _, ts in ordered[:point + 1]) - bound - 1
     steps = [_record_step(0, record, key, ts) for record, key, ts in ordered[:point + 1]]
     steps.append(SourceWatermark(0, watermark))
-    return steps + [_record_step(0, record, key, ts) for record, key, ts in ordered[point + 1:]]
+    return steps + [_record_step(0, record, key, ts) for record, key, ts in ordered[point + 1:]], \
+        _bound(ordered, point, watermark)
 
 
 _PROBED: dict = {}  # (operator, the records' reprs) -> pending_timers' answer (each property draws the same inputs)
@@ -565,15 +604,18 @@ def pending_timers(operator: str, ordered: list) -> list[list]:
 _SPLIT_PROBED: dict = {}
 
 
-def splits_change_output(operator: str, ordered: list, watermark: int, point: int, after: list) -> bool:
+def splits_change_output(operator: str, ordered: list, watermark: int, point: int, after: list,
+                         end: bool = False) -> bool:
     """Does splitting the burst's firing change what the operator alone outputs? The operator runs
     over ``ordered[:point + 1]``, then the watermark, then the records of ``after`` that are on time
     (a difference only late records make is a finding, not a refusal) and the end of input,
     twice: the watermark's timers fired at once, and fired one part at a time with one record
     between two parts from the third part on (the split certify.interruptible-timers tries
-    first). A search aid only (remembered per input): the verdict is the job's."""
+    first); ``end``: no records after the watermark, the end of input (the last watermark) arrives
+    after the second part and fires the rest with its own. A search aid only (remembered per
+    input): the verdict is the job's."""
     try:
-        cache_key = (operator, watermark, point, tuple((repr(r), repr(k), ts) for r, k, ts in ordered),
+        cache_key = (operator, watermark, point, end, tuple((repr(r), repr(k), ts) for r, k, ts in ordered),
                      tuple((repr(r), repr(k), ts) for r, k, ts in after))
     except Exception:  # noqa: BLE001 - a record whose repr fails
         return False
@@ -581,12 +623,13 @@ def splits_change_output(operator: str, ordered: list, watermark: int, point: in
         if len(_SPLIT_PROBED) >= _PROBED_MAX:
             _SPLIT_PROBED.clear()
         on_time = [item for item in after if item[2] > watermark]  # a late record's difference is a finding
-        outputs = [_probe_outputs(operator, ordered[:point + 1], watermark, on_time, split) for split in (False, True)]
+        outputs = [_probe_outputs(operator, ordered[:point + 1], watermark, on_time, split, end)
+                   for split in (False, True)]
         _SPLIT_PROBED[cache_key] = None not in outputs and outputs[0] != outputs[1]
     return _SPLIT_PROBED[cache_key]
 
 
-def _probe_outputs(operator: str, before: list, watermark: int, after: list, split: bool):
+def _probe_outputs(operator: str, before: list, watermark: int, after: list, split: bool, end: bool = False):
     from collections import Counter
 
     from streamproof.properties.job.values import canonical
@@ -606,6 +649,8 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
             parts = 0
             while not manager.try_advance_watermark(watermark, lambda: True):
                 parts += 1
+                if parts >= 2 and end:
+                    break  # the end of input's watermark fires the rest below
                 if parts >= 2 and rest:
                     op.process_element(_probe_record(*rest.pop(0)))
         else:

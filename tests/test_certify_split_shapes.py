@@ -81,7 +81,16 @@ def pseudo_window():
             ("wm", ONE_HOUR_MS - 1), fare(2013000002, ONE_HOUR_MS + 5, 4.0)]
 
 
+def start_end_duration():
+    from examples.operators.real.start_end_duration import FOUR_HOURS_MS, Row
+    event = lambda key, kind, ts: Row(f0=key, f1=kind, ts=ts)  # noqa: E731
+    # three STARTs' timers due at once, then c's END on time: split, it meets c's START still in state
+    return [event("a", "START", 0), event("b", "START", 1), event("c", "START", 2), ("wm", FOUR_HOURS_MS + 2),
+            event("c", "END", FOUR_HOURS_MS + 3)]
+
+
 SHAPES = [
+    ("start_end_duration", "StartEndDuration", start_end_duration, "unsafe"),
     ("count_with_timeout_function", "CountWithTimeoutFunction", count_with_timeout, "unsafe"),
     ("self_cleaning_temperature_alert_function", "SelfCleaningTemperatureAlertFunction", self_cleaning, "unsafe"),
     ("long_rides_alert_function_2021", "AlertFunction", long_rides_2021, "unsafe"),
@@ -150,3 +159,24 @@ def test_count_news_clicks_is_unsafe_on_its_triggering_shape(tmp_path, monkeypat
     cert.load(spec)
     split = verdicts(spec, scenario("count_news_clicks", count_news_clicks()), tmp_path)["certify.interruptible-timers"]
     assert not split.holds and split.invariant == "same-output-with-split-firings", split
+
+
+def test_car_event_sort_is_unsafe_when_the_input_ends_inside_a_split_firing(tmp_path, monkeypatch):
+    """CarEventSort's on_timer emits from a copy of its queue and never updates it: the end of
+    input's watermark, arriving between the parts of the last watermark's firing, fires the rest
+    of those timers at its own time, and they emit events a failure-free unsplit run emits fewer
+    times. No record runs between the parts: this is the shape without one."""
+    from examples.operators.real.car_event_sort import Row
+    monkeypatch.chdir(REPO)
+    spec = f"{REAL}car_event_sort:SortFunction"
+    cert.load(spec)
+
+    def event(car, ts):
+        return Row(id=f"{car}-{ts}", carId=car, timestamp=ts, longitude=-122.1, latitude=37.5, consumption=1.0,
+                   speed=1.0, throttle=1.0, engineload=1.0)
+    items = [event("car-a", 10), event("car-b", 20), event("car-a", 25), event("car-c", 30), event("car-c", 40),
+             ("wm", 30)]
+    result = verdicts(spec, scenario("car_event_sort", items), tmp_path)
+    split = result["certify.interruptible-timers"]
+    assert not split.holds and split.invariant == "same-output-with-split-firings", split
+    assert not [v for name, v in result.items() if name != "certify.interruptible-timers" and not v.holds]

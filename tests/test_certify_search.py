@@ -1,0 +1,102 @@
+"""Where certify's burst search looks (properties/certify_input.py): watermarks at due timers' times,
+the operator-alone probe with a record or the end of input inside a split firing, and corpus
+verdicts that do not depend on the seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamproof.properties import certify as cert
+from streamproof.properties import certify_input as ci
+from streamproof.properties.explore import explore
+
+REPO = Path(__file__).resolve().parent.parent
+REAL = "examples.operators.real."
+CORPUS = json.loads((REPO / "examples" / "operators" / "real" / "corpus.json").read_text())
+FOUR_HOURS = 4 * 3_600_000
+
+
+def test_watermarks_at_due_timers_times_besides_the_drawn_bounds():
+    timers = [(10, "a"), (20, "b"), (30, "c"), (40, "a"), (50, "b")]
+    marks = ci._watermarks(timers, 0, 100, 0)
+    assert marks[0] == 99  # the drawn bound's watermark first
+    assert 30 in marks and 50 in marks  # the third timer's time (three due), the last's
+    assert all(sum(1 for ts, _ in timers if ts <= m) >= 3 for m in marks[1:])
+    assert ci._watermarks(timers, 35, 100, 0) == [99, 50]  # not before the first record: 40 (two due), 50
+    assert ci._watermarks(timers, 60, 100, 0) == [99]
+    assert ci._watermarks([(-(2 ** 63) + 1500, "a")] * 3, 0, 100, 0) == [99]
+
+
+def _start_end():
+    from examples.operators.real.start_end_duration import Row
+    subject = cert.load(REAL + "start_end_duration:StartEndDuration")
+    event = lambda key, kind, ts: (Row(f0=key, f1=kind, ts=ts), key, ts)  # noqa: E731
+    ordered = [event("a", "START", 0), event("b", "START", 1), event("c", "START", 2)]
+    return subject.name, ordered, event
+
+
+def test_a_record_of_the_key_whose_timer_fires_third_changes_a_split_firing():
+    operator, ordered, event = _start_end()
+    watermark = 2 + FOUR_HOURS
+    assert ci.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark + 1)])
+    # a's timer fires first, before any record can run: no difference
+    assert not ci.splits_change_output(operator, ordered, watermark, 2, [event("a", "END", watermark + 1)])
+    # behind the watermark: a late record's difference is a finding, never a refusal
+    assert not ci.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark)])
+
+
+def test_a_watermark_at_a_timers_time_reaches_the_shape_small_timestamps_miss():
+    """Records a few ms apart and a four-hour timer: no bound the scenario draws makes the timers
+    due while a record of their key is still on time; a watermark at the third timer's time does
+    (the bound it implies is what the scenario's generator then uses)."""
+    operator, ordered, event = _start_end()
+    ordered = ordered + [event("b", "START", FOUR_HOURS + 10)]
+    pool = [event("c", "END", FOUR_HOURS + 5)]
+    hit, _, planned, _, choices, _ = ci._burst_plan(operator, ordered, 0, False, pool)
+    assert hit
+    point, watermark, first = choices[0]
+    assert watermark == 2 + FOUR_HOURS and first is not None
+    assert ci._bound(planned, point, watermark) == FOUR_HOURS + 10 - watermark - 1
+
+
+def test_the_end_of_input_inside_a_split_firing():
+    """CarEventSort never writes back what on_timer emits: the end of input's watermark arriving
+    between two parts fires the rest with its own time and emits those events again."""
+    from examples.operators.real.car_event_sort import Row
+    subject = cert.load(REAL + "car_event_sort:SortFunction")
+
+    def event(car, ts):
+        row = Row(id=f"{car}-{ts}", carId=car, timestamp=ts, longitude=-122.1, latitude=37.5, consumption=1.0,
+                  speed=1.0, throttle=1.0, engineload=1.0)
+        return row, car, ts
+    ordered = [event("car-a", 10), event("car-b", 20), event("car-a", 25), event("car-c", 30), event("car-c", 40)]
+    assert ci.splits_change_output(subject.name, ordered, 30, 4, [], end=True)
+    assert not ci.splits_change_output(subject.name, ordered, 30, 4, [])  # no record after it: the same output
+    # a safe operator: the same shape changes nothing
+    pseudo = cert.load(REAL + "pseudo_window:PseudoWindow")
+    from examples.operators.real.pseudo_window import ONE_HOUR_MS
+    from examples.operators.real.pseudo_window import Row as Fare
+
+    def fare(driver, ts):
+        return Fare(rideId=1, taxiId=driver, driverId=driver, startTime=ts, paymentType="CASH", tip=1.0, tolls=0.0,
+                    totalFare=11.0), driver, ts
+    fares = [fare(1, 10), fare(2, 20), fare(3, 30), fare(1, ONE_HOUR_MS + 5)]
+    assert not ci.splits_change_output(pseudo.name, fares, ONE_HOUR_MS - 1, 3, [], end=True)
+
+
+SPLIT_REFUSED = [e for e in CORPUS if not e.get("known_miss")
+                 and "certify.interruptible-timers" in ([e["refused_by"]] if isinstance(e.get("refused_by"), str)
+                                                        else e.get("refused_by") or [])]
+
+
+@pytest.mark.parametrize("entry", SPLIT_REFUSED, ids=lambda e: e["file"][:-3])
+def test_interruptible_timer_refusals_do_not_depend_on_the_seed(entry, monkeypatch):
+    """Seeds 1-4 at the corpus's example counts (test_corpus.py asserts seed 0): refused at each."""
+    monkeypatch.chdir(REPO)
+    subject = cert.load(entry["operator"], stream=entry["stream"]) if entry.get("stream") else cert.load(entry["operator"])
+    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.interruptible-timers")
+    found = {seed: explore(prop, entry["examples"], seed=seed, shrink=False) for seed in range(1, 5)}
+    assert all(not x.holds for x in found.values()), {s: x.examples for s, x in found.items() if x.holds}
