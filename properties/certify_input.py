@@ -366,7 +366,8 @@ def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: 
     (:func:`splits_change_output`) come first, then the score of :func:`_burst_choices`."""
     orders = (_by_rank(stamped), _by_time_per_key(stamped)) if in_order else \
         (sorted(stamped, key=lambda item: item[2]),)
-    plans = [_plan(operator, ordered, bound, in_order, pool) for ordered in orders]
+    budget = [PROBE_BUDGET]
+    plans = [_plan(operator, ordered, bound, in_order, pool, budget, PROBE_PAIRS) for ordered in orders]
     if not in_order and not any(plan[0] for plan in plans):
         # records mode: a later record of the pool before the watermark raises it (timers with
         # a time constant longer than the records' spread come due)
@@ -374,19 +375,24 @@ def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: 
         latest = max(ts for _, _, ts in stamped)
         later = sorted((x for x in pool if x[2] > latest), key=lambda x: x[2])
         for raiser in [x for x in later if x[2] < later[-1][2]][:RAISERS]:
+            if budget[0] <= 0:
+                break
             rest = [x for x in pool if x is not raiser]
-            plans.append(_plan(operator, sorted(stamped + [raiser], key=lambda item: item[2]), bound, in_order, rest))
+            plans.append(_plan(operator, sorted(stamped + [raiser], key=lambda item: item[2]), bound, in_order, rest,
+                               budget, RAISER_PAIRS))
             if plans[-1][0]:
                 break
     best = max(plan[:2] for plan in plans)
     return next(plan for plan in plans if plan[:2] == best)
 
 
-PROBE_PAIRS = 12  # (choice, record) pairs per input order tried on the operator alone (split and not)
+PROBE_PAIRS = 8  # (choice, record) pairs per input order tried on the operator alone (split and not)
 RAISERS = 6  # records mode: pool records tried as the one that raises the burst's watermark
+RAISER_PAIRS = 4  # (choice, record) pairs per raiser
+PROBE_BUDGET = 16  # operator-alone probes per burst in all (each runs the operator twice)
 
 
-def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) -> tuple:
+def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list, budget: list, pairs: int) -> tuple:
     pending = pending_timers(operator, ordered)
     scored = _scored_choices(ordered, pending, bound, in_order, pool)
     score = max((s for s, _, _ in scored), default=0)
@@ -400,16 +406,18 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) 
     for _, point, watermark in sorted((x for x in scored if x[0]),
                                       key=lambda x: (-len(candidates[x[1:]]), -x[0])):
         for i, item in enumerate(candidates[(point, watermark)]):
-            if tried >= PROBE_PAIRS:
+            if tried >= pairs or budget[0] <= 0:
                 break
             tried += 1
+            budget[0] -= 1
             if splits_change_output(operator, ordered, watermark, point, [item]):
                 hits.append((point, watermark, i))
                 break
-        if tried >= PROBE_PAIRS or len(hits) >= 2:
+        if tried >= pairs or budget[0] <= 0 or len(hits) >= 2:
             break
     if not hits:  # the end of input right after the watermark, in the firing (the latest points first)
         for _, point, watermark in sorted((x for x in scored if x[0]), key=lambda x: (-x[1], -x[0]))[:END_PROBES]:
+            budget[0] -= 1
             if splits_change_output(operator, ordered, watermark, point, [], end=True):
                 hits.append((point, watermark, END))
                 break
@@ -417,7 +425,7 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list) 
 
 
 END = -1  # a burst choice's ``first``: the input ends right after the watermark (no records after it)
-END_PROBES = 4  # choices tried with the end of input inside the split firing
+END_PROBES = 2  # choices tried with the end of input inside the split firing
 
 
 def _positions(pending: list, point: int, watermark: int, first: bool = False) -> dict:
