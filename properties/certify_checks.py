@@ -535,6 +535,9 @@ def _late_only(scenario: Scenario, check) -> bool:
 
 # -- the properties ------------------------------------------------------------------------
 def _same_output(scenario: Scenario, r: Runs):
+    if not isinstance(r.faulty, str) and not r.faulty.faults_applied:
+        cover(r.faulty)
+        return None  # no fault took effect: the run is itself a failure-free run of this input
     if isinstance(r.off(0), str):
         return "failure-free-run-finishes", f"the operator fails without any fault: {r.off(0)}"
     if isinstance(r.faulty, str):
