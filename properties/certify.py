@@ -86,7 +86,7 @@ class Subject:
 
     def scenarios(self):
         if self.records is not None:
-            return inputs.user_scenarios(self.name, self.records)
+            return inputs.user_scenarios(self.name, self.records, self.span)
         return inputs.builtin_scenarios(self.name, self.span)
 
 

@@ -17,8 +17,9 @@ import dataclasses
 import importlib
 import inspect
 import textwrap
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from streamproof.properties.job.steps import (
     Fail, FailInInterruptedFiring, ProcessingTime, Record, Rescale, SourceWatermark, UserRecord,
@@ -214,7 +215,7 @@ def _params(draw, st, operator: str, sources: int, late: bool) -> dict:
     }
 
 
-def user_scenarios(operator: str, spec: RecordSpec):
+def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
     """Scenarios of the user's records, of two shapes (drawn half and half):
 
     - *spread*: 1-3 sources (each record to one at random), records out of order within a
@@ -228,21 +229,30 @@ def user_scenarios(operator: str, spec: RecordSpec):
     from hypothesis import strategies as st
 
     records = spec.strategy()
+    constant = max(1, span // 3)  # the operator's largest time constant (:func:`time_span`)
 
     @st.composite
     def scenarios(draw) -> Scenario:
         burst = draw(st.booleans(), label="burst shape")
+        spread = False
         if spec.whole:
             # the burst shape wants several keys with due timers and their records after the
             # watermark: of four inputs, the one where the operator's timers make that likeliest
-            inputs = [draw(records, label="input") for _ in range(4 if burst else 1)]
-            for drawn in inputs:
-                if not isinstance(drawn, (list, tuple)) or not drawn:
-                    raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
-                                     f"{_short(drawn)}: a whole input is a non-empty list of records")
+            # (the last two spread over the range when the first two are narrower than the
+            # operator's time constant: :func:`_spread_integers`)
+            inputs = [_whole_input(draw, records, spec) for _ in range(2 if burst else 1)]
+            if burst:
+                spread = all(_time_range(spec, i) < constant for i in inputs)
+                with _spread_integers(draw) if spread else nullcontext():
+                    inputs += [_whole_input(draw, records, spec) for _ in range(2)]
             drawn = inputs[0] if len(inputs) == 1 else max(inputs, key=lambda i: _stream_score(operator, spec, i))
-        if not spec.whole:
+        else:
             drawn = draw(st.lists(records, min_size=12 if burst else 1, max_size=30 if burst else 24), label="records")
+            if burst and _time_range(spec, drawn) < constant:
+                # records closer together than the operator's time constant: drawn again, spread
+                spread = True
+                with _spread_integers(draw):
+                    drawn = draw(st.lists(records, min_size=12, max_size=30), label="records, spread")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
@@ -251,7 +261,8 @@ def user_scenarios(operator: str, spec: RecordSpec):
         bounds = [0, 0, span // 20] if burst else [0, span // 20, span // 5]
         bound = draw(st.sampled_from(bounds), label="out-of-orderness")
         if burst:  # the bound may grow: a watermark at a due timer's time (:func:`_watermarks`)
-            sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records)
+            with _spread_integers(draw) if spread else nullcontext():  # the pool drawn as the records were
+                sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records)
         else:
             layout = spec.source_layout
             sources = 1 if layout == "one" else draw(st.integers(1, 3), label="sources")
@@ -267,6 +278,52 @@ def user_scenarios(operator: str, spec: RecordSpec):
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
+
+
+SPREAD_BUCKETS = 16  # a wide integer drawn spread: first one of this many equal parts of its range
+SPREAD_RANGE = 1000  # integers ranging over at least this many values are drawn spread
+# each part equally likely (Hypothesis's own integers favour the low end even over 0-15)
+_UNIFORM_BUCKETS = {part: 1 / (SPREAD_BUCKETS + 1) for part in range(SPREAD_BUCKETS)}
+
+
+@contextmanager
+def _spread_integers(draw) -> Iterator[None]:
+    """While it is open, the user's strategies draw wide bounded integers (``st.integers(0, 3 *
+    HOUR)``, timestamps mostly) spread over their range: a part of the range first, then a value
+    in it. Hypothesis draws most such values near the lower bound (69 % of ``st.integers(0, 3 h)``
+    below 100 s), so a timer an hour after a record rarely comes due while records are still on
+    time. Every value is still one the user's strategy can draw (replay and shrinking work as
+    before: both draws are choices)."""
+    data = draw.__self__  # the ConjectureData the composite draws from
+    original = data.draw_integer
+
+    def draw_integer(min_value=None, max_value=None, *, weights=None, shrink_towards=0, forced=None, observe=True):
+        if forced is None and min_value is not None and max_value is not None \
+                and max_value - min_value >= SPREAD_RANGE:
+            width = -(-(max_value - min_value + 1) // SPREAD_BUCKETS)
+            low = min_value + width * original(0, SPREAD_BUCKETS - 1, weights=_UNIFORM_BUCKETS)
+            return original(low, min(max_value, low + width - 1))
+        return original(min_value, max_value, weights=weights, shrink_towards=shrink_towards, forced=forced,
+                        observe=observe)
+
+    data.draw_integer = draw_integer
+    try:
+        yield
+    finally:
+        del data.draw_integer
+
+
+def _whole_input(draw, records, spec: RecordSpec) -> list:
+    drawn = draw(records, label="input")
+    if not isinstance(drawn, (list, tuple)) or not drawn:
+        raise InputError(f"--stream {spec.names.get('stream')!r} drew {type(drawn).__name__} "
+                         f"{_short(drawn)}: a whole input is a non-empty list of records")
+    return drawn
+
+
+def _time_range(spec: RecordSpec, drawn: list) -> int:
+    times = [_key_and_time(spec, r)[1] for r in drawn]
+    return max(times) - min(times)
 
 
 def _on_time(steps: list, bound: int) -> list:
@@ -410,7 +467,10 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list, 
                 break
             tried += 1
             budget[0] -= 1
-            if splits_change_output(operator, ordered, watermark, point, [item]):
+            # the record, then the rest in the scenario's order (a record after it may show the
+            # difference: an END that finds the state its START left, or not)
+            if splits_change_output(operator, ordered, watermark, point,
+                                    _after(ordered, pending, pool, in_order, point, watermark, i)):
                 hits.append((point, watermark, i))
                 break
         if tried >= pairs or budget[0] <= 0 or len(hits) >= 2:
@@ -500,7 +560,8 @@ def _scored_choices(ordered: list, pending: list, bound: int, in_order: bool = F
         if not pending[point]:
             continue
         times = [ts for _, _, ts in ordered[:point + 1]]
-        for watermark in _watermarks(pending[point], min(times), max(times), bound):
+        later = list(ordered[point + 1:]) + ([] if in_order else list(extra))
+        for watermark in _watermarks(pending[point], min(times), max(times), bound, later):
             score = _score(ordered, pending, point, watermark, in_order, extra)
             scored.append((score, point, watermark))
     return scored
@@ -509,15 +570,23 @@ def _scored_choices(ordered: list, pending: list, bound: int, in_order: bool = F
 WATERMARKS = 3  # per burst point, watermarks at due timers' times tried besides the drawn bound's
 
 
-def _watermarks(timers: list, lowest: int, highest: int, bound: int) -> list:
+def _watermarks(timers: list, lowest: int, highest: int, bound: int, later: list = ()) -> list:
     """The watermarks a bounded-out-of-orderness source may emit after records from ``lowest`` to
-    ``highest``: the drawn bound's (``highest - bound - 1``), and ones at the time of the third, the
+    ``highest``: the drawn bound's (``highest - bound - 1``), ones at the time of the third, the
     middle and the last pending timer in that range (a larger bound: timers with a time constant
-    longer than the records' spread come due while later records are still on time)."""
+    longer than the records' spread come due while later records are still on time), and, per
+    record of ``later``, the last pending timer of its key before its timestamp when two or more
+    timers fire before it (that record on time right after a watermark that makes its key's timer
+    due, third or later)."""
     times = sorted({ts for ts, _ in timers if lowest <= ts < highest})
     aligned = [t for t in (times[2:3] + times[len(times) // 2:len(times) // 2 + 1] + times[-1:])
                if sum(1 for ts, _ in timers if ts <= t) >= 3]
-    return list(dict.fromkeys([highest - bound - 1] + aligned[:WATERMARKS]))
+    fitted = []
+    for _, key, ts in later:
+        own = [t for t, k in timers if k == repr(key) and t < ts and lowest <= t < highest]
+        if own and sum(1 for t, k in timers if t <= max(own) and k != repr(key)) >= 2:
+            fitted.append(max(own))
+    return list(dict.fromkeys([highest - bound - 1] + aligned[:WATERMARKS] + fitted[:WATERMARKS]))
 
 
 def _score(ordered: list, pending: list, point: int, watermark: int, in_order: bool, extra: list) -> int:
