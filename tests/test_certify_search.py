@@ -30,6 +30,53 @@ def test_watermarks_at_due_timers_times_besides_the_drawn_bounds():
     assert ci._watermarks([(-(2 ** 63) + 1500, "a")] * 3, 0, 100, 0) == [99]
 
 
+def test_watermark_fitted_to_a_later_record_of_a_due_key():
+    timers = [(10 * i, repr(k)) for i, k in enumerate("abcefg", 1)] + [(200, "'d'")]
+    assert ci._watermarks(timers, 0, 100, 90) == [9, 30, 40, 60]  # the bound's, the third, middle, last
+    # f's timer (50) fires fifth: a watermark there has f's record at 95 on time right after it
+    assert ci._watermarks(timers, 0, 100, 90, [(None, "f", 95)]) == [9, 30, 40, 60, 50]
+    assert ci._watermarks(timers, 0, 100, 90, [(None, "a", 96), (None, "f", 40)]) == [9, 30, 40, 60]  # none fits
+
+
+def _drawn_spread_and_plain(strategy, examples=300):
+    """Values drawn by ``strategy`` as it is and within :func:`ci._spread_draws` (derandomized)."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    drawn = {"plain": [], "spread": []}
+
+    @st.composite
+    def both(draw):
+        plain = draw(strategy)
+        with ci._spread_draws(draw):
+            return plain, draw(strategy)
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(both())
+    def run(pair):
+        drawn["plain"].append(pair[0])
+        drawn["spread"].append(pair[1])
+    run()
+    return drawn
+
+
+def test_spread_draws_keep_values_in_the_strategys_range_and_spread_them():
+    from hypothesis import strategies as st
+
+    hour = 3_600_000
+    drawn = _drawn_spread_and_plain(st.tuples(st.integers(0, 3 * hour), st.integers(1, 3), st.booleans(),
+                                              st.lists(st.integers(0, 9), max_size=30)))
+    for kind in ("plain", "spread"):
+        assert all(0 <= ts <= 3 * hour and 1 <= k <= 3 and len(xs) <= 30 for ts, k, _, xs in drawn[kind])
+    late = {kind: sum(ts > hour for ts, *_ in drawn[kind]) / len(drawn[kind]) for kind in drawn}
+    # uniform would be 2/3; Hypothesis also replays the simplest choices (part 0) in many examples
+    assert late["spread"] > 0.25 and late["spread"] > 3 * late["plain"], late
+    size = {kind: sum(len(xs) for *_, xs in drawn[kind]) / len(drawn[kind]) for kind in drawn}
+    assert size["spread"] > 1.5 * size["plain"], size
+    # narrow integers and booleans are drawn as Hypothesis draws them
+    assert {k for _, k, _, _ in drawn["spread"]} == {1, 2, 3} and {b for *_, b, _ in drawn["spread"]} == {True, False}
+
+
 def _start_end():
     from examples.operators.real.start_end_duration import Row
     subject = cert.load(REAL + "start_end_duration:StartEndDuration")

@@ -153,7 +153,7 @@ def count_news_clicks():
 
 
 def test_count_news_clicks_is_unsafe_on_its_triggering_shape(tmp_path, monkeypatch):
-    """The corpus's known miss (corpus.json "known_miss"): the hand-built shape is refused."""
+    """The corpus's rarest shape (a known miss until inputs were drawn spread): the hand-built shape is refused."""
     monkeypatch.chdir(REPO)
     spec = f"{REAL}count_news_clicks:CountNewsClicksProcessFunction"
     cert.load(spec)
