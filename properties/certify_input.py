@@ -17,6 +17,7 @@ import dataclasses
 import importlib
 import inspect
 import textwrap
+from bisect import bisect_left, bisect_right
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -423,7 +424,26 @@ def _bound(ordered: list, point: int, watermark: int) -> int:
     return max(ts for _, _, ts in ordered[:point + 1]) - watermark - 1
 
 
+_PLANNED: dict = {}  # the arguments' reprs -> _burst_plan's answer (each property draws the same inputs)
+
+
 def _burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: list) -> tuple:
+    """:func:`_make_burst_plan`, remembered per input: the certification properties draw the same
+    scenarios from the same seed, and planning costs as much as drawing them."""
+    try:
+        cache_key = (operator, bound, in_order, tuple((repr(r), repr(k), ts) for r, k, ts in stamped),
+                     tuple((repr(r), repr(k), ts) for r, k, ts in pool))
+    except Exception:  # noqa: BLE001 - a record whose repr fails: no caching
+        return _make_burst_plan(operator, stamped, bound, in_order, pool)
+    if cache_key not in _PLANNED:
+        if len(_PLANNED) >= _PROBED_MAX:
+            _PLANNED.clear()
+        _PLANNED[cache_key] = _make_burst_plan(operator, stamped, bound, in_order, pool)
+    hit, score, ordered, pending, choices, rest = _PLANNED[cache_key]
+    return hit, score, list(ordered), [list(p) for p in pending], list(choices), list(rest)
+
+
+def _make_burst_plan(operator: str, stamped: list, bound: int, in_order: bool, pool: list) -> tuple:
     """The input order and burst choices ((point, watermark, first) triples) to draw from, as
     ``(hit, score, ordered, pending, choices, pool)``: records mode, the records in timestamp order
     (and, without a hit, with one of the pool's later records among them: :data:`RAISERS`); a
@@ -476,10 +496,12 @@ def _plan(operator: str, ordered: list, bound: int, in_order: bool, pool: list, 
                 break
             tried += 1
             budget[0] -= 1
-            # the record, then the rest in the scenario's order (a record after it may show the
-            # difference: an END that finds the state its START left, or not)
-            if splits_change_output(operator, ordered, watermark, point,
-                                    _after(ordered, pending, pool, in_order, point, watermark, i)):
+            # the record, then its key's later records in the scenario's order (one of them may
+            # show the difference: an END that finds the state its START left, or not; keyed
+            # state and timers are per key, so other keys' records would show nothing new)
+            following = [x for x in _after(ordered, pending, pool, in_order, point, watermark, i)[1:]
+                         if repr(x[1]) == repr(item[1])]
+            if splits_change_output(operator, ordered, watermark, point, [item] + following):
                 hits.append((point, watermark, i))
                 break
         if tried >= pairs or budget[0] <= 0 or len(hits) >= 2:
@@ -590,12 +612,24 @@ def _watermarks(timers: list, lowest: int, highest: int, bound: int, later: list
     times = sorted({ts for ts, _ in timers if lowest <= ts < highest})
     aligned = [t for t in (times[2:3] + times[len(times) // 2:len(times) // 2 + 1] + times[-1:])
                if sum(1 for ts, _ in timers if ts <= t) >= 3]
-    fitted = []
-    for _, key, ts in later:
-        own = [t for t, k in timers if k == repr(key) and t < ts and lowest <= t < highest]
-        if own and sum(1 for t, k in timers if t <= max(own) and k != repr(key)) >= 2:
-            fitted.append(max(own))
-    return list(dict.fromkeys([highest - bound - 1] + aligned[:WATERMARKS] + fitted[:WATERMARKS]))
+    fitted: list = []
+    if later:
+        every = sorted(ts for ts, _ in timers)
+        own_times: dict = {}
+        for ts, key in timers:
+            own_times.setdefault(key, []).append(ts)
+        for own in own_times.values():
+            own.sort()
+        for _, key, ts in later:
+            own = own_times.get(repr(key))
+            index = bisect_left(own, min(ts, highest)) if own else 0
+            if index and own[index - 1] >= lowest and own[index - 1] not in fitted:
+                watermark = own[index - 1]
+                if bisect_right(every, watermark) - bisect_right(own, watermark) >= 2:
+                    fitted.append(watermark)
+                    if len(fitted) == WATERMARKS:
+                        break
+    return list(dict.fromkeys([highest - bound - 1] + aligned[:WATERMARKS] + fitted))
 
 
 def _score(ordered: list, pending: list, point: int, watermark: int, in_order: bool, extra: list) -> int:
