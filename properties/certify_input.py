@@ -238,14 +238,14 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
         spread = False
         if spec.whole:
             # the burst shape wants several keys with due timers and their records after the
-            # watermark: of four inputs, the one where the operator's timers make that likeliest
+            # watermark: of STREAM_INPUTS inputs, the one where the operator's timers make that likeliest
             # (the last two spread over the range when the first two are narrower than the
             # operator's time constant: :func:`_spread_draws`)
-            inputs = [_whole_input(draw, records, spec) for _ in range(2 if burst else 1)]
+            inputs = [_whole_input(draw, records, spec) for _ in range(STREAM_INPUTS // 2 if burst else 1)]
             if burst:
                 spread = all(_time_range(spec, i) < constant for i in inputs)
                 with _spread_draws(draw) if spread else nullcontext():
-                    inputs += [_whole_input(draw, records, spec) for _ in range(2)]
+                    inputs += [_whole_input(draw, records, spec) for _ in range(STREAM_INPUTS - STREAM_INPUTS // 2)]
             drawn = inputs[0] if len(inputs) == 1 else max(inputs, key=lambda i: _stream_score(operator, spec, i))
         else:
             drawn = draw(st.lists(records, min_size=12 if burst else 1, max_size=30 if burst else 24), label="records")
@@ -401,7 +401,7 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
         return _burst_in_order(draw, st, operator, list(stamped), bound)
     pool: list = []
     if not in_order:  # a pool of the user's records to bring in after the watermark: those of due keys
-        pool = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=10, max_size=40),
+        pool = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=POOL[0], max_size=POOL[1]),
                                                             label="records after it")]
     _, _, ordered, pending, choices, pool = _burst_plan(operator, stamped, bound, in_order, pool)
     n = len(ordered)
@@ -472,6 +472,8 @@ def _make_burst_plan(operator: str, stamped: list, bound: int, in_order: bool, p
     return next(plan for plan in plans if plan[:2] == best)
 
 
+STREAM_INPUTS = 8  # a --stream's burst: inputs drawn, the best kept (the second half spread when narrow)
+POOL = (10, 40)  # records mode: how many records of the user's strategy are drawn to come after the watermark
 PROBE_PAIRS = 8  # (choice, record) pairs per input order tried on the operator alone (split and not)
 RAISERS = 6  # records mode: pool records tried as the one that raises the burst's watermark
 RAISER_PAIRS = 4  # (choice, record) pairs per raiser
