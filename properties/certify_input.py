@@ -248,12 +248,15 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
                     inputs += [_whole_input(draw, records, spec) for _ in range(STREAM_INPUTS - STREAM_INPUTS // 2)]
             drawn = inputs[0] if len(inputs) == 1 else max(inputs, key=lambda i: _stream_score(operator, spec, i))
         else:
-            drawn = draw(st.lists(records, min_size=12 if burst else 1, max_size=30 if burst else 24), label="records")
-            if burst and _time_range(spec, drawn) < constant:
-                # records closer together than the operator's time constant: drawn again, spread
-                spread = True
-                with _spread_draws(draw):
-                    drawn = draw(st.lists(records, min_size=12, max_size=30), label="records, spread")
+            if not burst:
+                drawn = draw(st.lists(records, min_size=1, max_size=24), label="records")
+            else:
+                # three records first: when they are closer together than the operator's time
+                # constant, the rest (and the pool) are drawn spread (the list's length is ours)
+                drawn = draw(st.lists(records, min_size=3, max_size=3), label="records")
+                spread = _time_range(spec, drawn) < constant
+                with _spread_draws(draw, longer=False) if spread else nullcontext():
+                    drawn += draw(st.lists(records, min_size=9, max_size=27), label="records, spread" if spread else "records")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
@@ -262,7 +265,7 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
         bounds = [0, 0, span // 20] if burst else [0, span // 20, span // 5]
         bound = draw(st.sampled_from(bounds), label="out-of-orderness")
         if burst:  # the bound may grow: a watermark at a due timer's time (:func:`_watermarks`)
-            with _spread_draws(draw) if spread else nullcontext():  # the pool drawn as the records were
+            with _spread_draws(draw, longer=False) if spread else nullcontext():  # the pool drawn as the records were
                 sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records)
         else:
             layout = spec.source_layout
@@ -289,7 +292,7 @@ LONGER = 3  # spread: a list goes on with this many times less chance of ending 
 
 
 @contextmanager
-def _spread_draws(draw) -> Iterator[None]:
+def _spread_draws(draw, longer: bool = True) -> Iterator[None]:
     """While it is open, the user's strategies draw wide bounded integers (``st.integers(0, 3 *
     HOUR)``, timestamps mostly) spread over their range, a part of the range first, then a value
     in it, and lists (``st.lists(records(), max_size=30)``) about :data:`LONGER` times as long.
@@ -297,7 +300,8 @@ def _spread_draws(draw) -> Iterator[None]:
     below 100 s) and lists of about six elements, so a timer an hour after a record rarely comes
     due while records of its key are still on time (CountNewsClicks: its shape in 3 % of spread
     inputs, 16 % of spread and longer ones). Every value is still one the user's strategy can
-    draw; replay and shrinking work as before (every draw is a choice)."""
+    draw; replay and shrinking work as before (every draw is a choice). ``longer=False``: lists
+    as Hypothesis draws them (records mode: the burst's own list of records has its own sizes)."""
     data = draw.__self__  # the ConjectureData the composite draws from
     draw_integer, draw_boolean = data.draw_integer, data.draw_boolean
 
@@ -312,7 +316,7 @@ def _spread_draws(draw) -> Iterator[None]:
 
     def longer_list(p=0.5, *, forced=None, observe=True):
         # a list's "one more element" (st.booleans() is 0.5; weighted sampling's own draws are unobserved)
-        if forced is None and observe and 0.6 < p < 0.99:
+        if longer and forced is None and observe and 0.6 < p < 0.99:
             p = 1 - (1 - p) / LONGER
         return draw_boolean(p, forced=forced, observe=observe)
 
