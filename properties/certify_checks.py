@@ -561,9 +561,11 @@ def _same_output(scenario: Scenario, r: Runs):
     if problem is None:
         return None
     if problem == "no lineage":  # a rescale merged tasks: the failure-free runs of other schedules
-        if r.faulty.late_records and _late_records_across_a_restore(scenario, r):
+        if r.faulty.late_records and not (_split_sensitive(r) or _faulty_split_sensitive(r)) \
+                and _late_records_across_a_restore(scenario, r):
             # tried before the sixteen failure-free runs of every schedule (its counterfactual
-            # run's histories usually decide it): the same verdict, found sooner
+            # run's histories usually decide it): the verdict the flow below ends in, found sooner
+            # (a split-sensitive input is judged with firings never split first, as below)
             note(FINDING_LATE)
             return None
         problem, references = _matches_lineage(r.faulty, r.references())

@@ -253,10 +253,11 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
             else:
                 # three records first: when they are closer together than the operator's time
                 # constant, the rest (and the pool) are drawn spread (the list's length is ours)
-                drawn = draw(st.lists(records, min_size=3, max_size=3), label="records")
+                drawn = draw(st.lists(records, min_size=HEAD, max_size=HEAD), label="records")
                 spread = _time_range(spec, drawn) < constant
                 with _spread_draws(draw, longer=False) if spread else nullcontext():
-                    drawn += draw(st.lists(records, min_size=9, max_size=27), label="records, spread" if spread else "records")
+                    drawn += draw(st.lists(records, min_size=12 - HEAD, max_size=30 - HEAD),
+                                  label="records, spread" if spread else "records")
         stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
         times = [t for _, _, t in stamped]
         span = max(times) - min(times) + 1
@@ -476,6 +477,7 @@ def _make_burst_plan(operator: str, stamped: list, bound: int, in_order: bool, p
     return next(plan for plan in plans if plan[:2] == best)
 
 
+HEAD = 3  # records mode: a burst's first records, drawn as they are; narrower than the time constant: the rest spread
 STREAM_INPUTS = 8  # a --stream's burst: inputs drawn, the best kept (the second half spread when narrow)
 POOL = (10, 40)  # records mode: how many records of the user's strategy are drawn to come after the watermark
 PROBE_PAIRS = 8  # (choice, record) pairs per input order tried on the operator alone (split and not)
