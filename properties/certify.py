@@ -124,6 +124,11 @@ def load(spec: str, args: Any = None, records: str | None = None, key: str | Non
         raise CertifyError(f"{spec!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
     if not isinstance(target, type) and not callable(target):
         raise CertifyError(f"{spec!r}: {name} is neither an operator class nor a function returning one")
+    if not isinstance(target, type):
+        job = _runs_a_job(target)
+        if job:  # never called: it would run the job for real
+            raise CertifyError(f"{spec!r}: {name} builds and runs a job ({job}); certify never runs it: give the "
+                               "operator class (module:Class) and its input")
     adapter = _adapter()
     if adapter is not None and isinstance(target, type):
         reason = adapter.refusal_reason(target)
@@ -149,6 +154,28 @@ def load(spec: str, args: Any = None, records: str | None = None, key: str | Non
                       span if span is not None else inputs.time_span(cls), args, source)
     FUNCTIONS[subject.name] = build
     return subject
+
+
+_JOB_CALLS = ("execute", "execute_async", "get_execution_environment", "create_local_environment",
+              "create_remote_environment")
+
+
+def _runs_a_job(function: Any) -> str | None:
+    """Where ``function``'s own code starts or runs a Flink job (``env.execute()``,
+    ``StreamExecutionEnvironment.get_execution_environment()``), read from its source without
+    calling it; None when it does not, or its source cannot be read."""
+    import ast
+    import textwrap
+
+    try:
+        lines, first = inspect.getsourcelines(function)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _JOB_CALLS:
+            return f"it calls {node.func.attr}() at line {first + node.lineno - 1}"
+    return None
 
 
 def _builder(spec: str, name: str, target: Any, args: Any, adapter) -> Callable[[], Any]:

@@ -48,6 +48,7 @@ def test_an_operator_that_raises_is_not_certified(tmp_path):
     (f"{OPS}:Missing", "is not a KeyedProcessFunction subclass"),
     (f"{OPS}:NeedsArguments", "cannot be built without arguments"),
     ("nocolon", "expected module:Class"),
+    (f"{OPS}:main", "main builds and runs a job (it calls get_execution_environment() at line"),
 ])
 def test_bad_operators_are_one_line_errors(spec, message):
     result = CliRunner().invoke(cli, ["certify", spec], catch_exceptions=False)
@@ -84,3 +85,11 @@ def test_an_operator_whose_output_changes_when_firings_split_is_not_certified():
     assert "splitting timer firings" in result.message and result.reach.get("timer firing interrupted", 0) > 0
     good = {p.name: p for p in cert.properties_for(cert.load(f"{OPS}:GoodSum"))}
     assert explore(good["certify.interruptible-timers"], 100, seed=0).holds  # the window sum does not care
+
+
+def test_a_job_entry_point_is_refused_without_being_called():
+    from tests import certify_operators
+
+    with pytest.raises(cert.CertifyError, match="certify never runs it"):
+        cert.load(f"{OPS}:main")
+    assert certify_operators.RAN == []
