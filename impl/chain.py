@@ -122,6 +122,41 @@ class StatelessOperator(ChainedOperator):
             self.emit(key, value, record.timestamp)
 
 
+class ProcessOperator(ChainedOperator):
+    """A non-keyed process function (Flink's ``ProcessOperator``): ``function.process(value,
+    timestamp, watermark, processing_time)`` returns ``(tag, value)`` pairs to emit (tag None:
+    main output), ``function.open(subtask, parallelism)`` and ``function.close()`` if it has
+    them. It knows the current watermark (the last one it received), not checkpointed: it starts
+    at ``Long.MIN_VALUE`` in every attempt, as Flink's. No keyed state, no timers."""
+
+    kind = "process"
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", function: Any):
+        super().__init__(name, chain_index, task)
+        self.function = function
+        self.current_watermark = MIN_WATERMARK
+
+    def open(self) -> None:
+        if hasattr(self.function, "open"):
+            self.function.open(self.task.vertex_subtask, self.task.vertex_parallelism)
+
+    def process_element(self, record: StreamRecord) -> None:
+        now = self.task.processing_time_service.get_current_processing_time()
+        for tag, value in self.function.process(record.value, record.timestamp, self.current_watermark, now):
+            if tag is not None:
+                self.task.side_outputs += 1
+                value = ("side-output", tag, value)
+            self.emit(record.key, value, record.timestamp)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.current_watermark = max(self.current_watermark, timestamp)
+        self.emit_watermark(timestamp)
+
+    def close(self) -> None:
+        if hasattr(self.function, "close"):
+            self.function.close()
+
+
 class KeyedOperator(ChainedOperator):
     """A keyed process function with its own timer services and watermark processor."""
 
@@ -146,6 +181,9 @@ class KeyedOperator(ChainedOperator):
         self.input_ended_at: int | None = None  # position in the log when MAX_WATERMARK arrived
         self.dropped_after_horizon = 0
         self.flush: FlushRecord | None = None
+        # FLIP-443 coverage: records processed between two parts of this operator's split firing,
+        # and those of a key whose event-time timer was due and not fired yet
+        self.split_records = self.split_due_key_records = 0
 
     @property
     def interrupted(self) -> bool:
@@ -168,7 +206,22 @@ class KeyedOperator(ChainedOperator):
         if record.key is None:
             raise KeylessRecordError(f"operator {self.name} got a record without key (emitted outside any keyed context, e.g. "
                            f"in end_input() or finish() of an upstream keyed operator): {record.value!r}")
+        if self.interrupted:
+            self.split_records += 1
+            if self._due_timer_of(record.key):
+                self.split_due_key_records += 1
         self.operator.process_element(record)
+
+    def _due_timer_of(self, key: Any) -> bool:
+        """Whether ``key`` has an event-time timer at or below the watermark being fired."""
+        from streamproof.impl.keygroups import assign_to_key_group
+
+        operator, watermark = self.operator, self.watermark_processor.max_input_watermark
+        key_group = assign_to_key_group(key, operator.key_context.max_parallelism)
+        if not operator.key_group_range.contains(key_group):
+            return False
+        return any(timer[1] == key and timer[0] <= watermark for service in operator.time_service_manager.services.values()
+                   for timer in service.event_time_timers_queue.get_subset_for_key_group(key_group))
 
     def process_watermark(self, timestamp: int) -> None:
         if timestamp == MAX_WATERMARK and self.input_ended_at is None:

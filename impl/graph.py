@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("source", "keyed_process", "map", "filter", "flat_map", "sink", "sink_writer", "sink_committer")
+KINDS = ("source", "keyed_process", "process", "map", "filter", "flat_map", "sink", "sink_writer", "sink_committer")
 STATELESS = ("map", "filter", "flat_map")
 TERMINAL = ("sink", "sink_committer")
-PARTITIONINGS = ("forward", "keyed")
+# rebalance: round robin over the target's subtasks (Flink's default between different parallelisms)
+PARTITIONINGS = ("forward", "keyed", "rebalance")
 
 
 class GraphError(ValueError):
@@ -39,6 +40,9 @@ class OperatorNode:
     output_only_after_end_of_stream: bool = False
     internal_sorter_supported: bool = False
     slot_sharing_group: str = "default"
+    # PyFlink side outputs: the operator's ("side-output", tag, value) outputs go only to the edges
+    # tagged with their tag (unwrapped), the rest only to untagged edges; False: all to every edge
+    route_side_outputs: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class Edge:
     source: str
     target: str
     partitioning: str = "forward"
+    # keyed edges of a captured job: the function (by name in the job's functions) computing the
+    # key of each record (``key_by``); None: records keep the key they carry
+    key_selector: str | None = None
+    tag: str | None = None  # only the source's side output of this tag (``get_side_output``)
 
 
 @dataclass(frozen=True)
@@ -181,7 +189,7 @@ class JobGraph:
                 raise GraphError(f"operator {op.name!r}: kind {op.kind!r} is not one of {', '.join(KINDS)}")
             if op.parallelism < 1:
                 raise GraphError(f"operator {op.name!r}: parallelism must be at least 1, got {op.parallelism}")
-            if (op.kind == "keyed_process" or op.kind in STATELESS) and not op.function:
+            if (op.kind in ("keyed_process", "process") or op.kind in STATELESS) and not op.function:
                 raise GraphError(f"operator {op.name!r} ({op.kind}) needs a function")
             if (op.output_only_after_end_of_stream or op.internal_sorter_supported) and op.kind != "keyed_process":
                 raise GraphError(f"operator {op.name!r} ({op.kind}): only a keyed_process operator declares "
@@ -209,7 +217,7 @@ class JobGraph:
                                  f"reinterpretAsKeyedStream)")
             if (down.kind == "sink_committer") != (up.kind == "sink_writer"):
                 raise GraphError(f"edge {edge.source}->{edge.target}: a sink_writer feeds exactly its sink_committer")
-        if len({(e.source, e.target) for e in self.edges}) != len(self.edges):
+        if len({(e.source, e.target, e.tag) for e in self.edges}) != len(self.edges):
             raise GraphError("two edges join the same operators")
         if len(self.topological_order()) != len(self.operators):
             raise GraphError("the job graph has a cycle")

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamproof.impl.chain import (
-    ChainTask, KeyedOperator, KeylessRecordError, SinkCommitter, SinkOperator, SinkWriter, StatelessOperator,
-    WATERMARK_MODES,
+    ChainTask, KeyedOperator, KeylessRecordError, ProcessOperator, SinkCommitter, SinkOperator, SinkWriter,
+    StatelessOperator, WATERMARK_MODES,
 )
 from streamproof.impl.graph import JobGraph
-from streamproof.impl.job import CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, SourceTask, interrupt_check
+from streamproof.impl.job import (
+    CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, PeriodicWatermark, SourceTask, interrupt_check,
+)
 from streamproof.impl.keygroups import (
     assign_to_key_group, compute_key_group_range_for_operator_index, compute_operator_index_for_key_group,
 )
@@ -46,6 +48,9 @@ class GraphJobSpec:
     async_mail_rate: float = 0.3
     watermark_mode: str = "corrected"  # or "flink-2.3": the watermark processor as Flink 2.3 ships it
     slots: int | None = None  # task slots of the cluster (None: enough for every task at once)
+    # per source operator of a captured job, what its task does with each element it reads
+    programs: dict[str, "SourceProgram"] = field(default_factory=dict)
+    eager_sources: bool = False  # sources run ahead whenever they can (records queued while timers fire)
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
@@ -54,26 +59,93 @@ class GraphJobSpec:
             raise ValueError(f"{len(self.sources)} source inputs for {len(self.graph.source_subtasks())} source subtasks")
 
 
+@dataclass
+class SourceProgram:
+    """What a captured job's source task does with each record it reads (the operators Flink
+    chains to the source, run inside its task): ``functions`` (stateless, each ``value -> list of
+    values``), then the timestamp assigner (``(value, record timestamp) -> int``; None: records keep
+    theirs) and the watermark generator: ``bound`` ms of out-of-orderness (None: no watermarks
+    but the end of input's). Watermarks leave at the source's ``PeriodicWatermark`` elements (its
+    emission points); the generator restarts with the task, as Flink's."""
+
+    functions: list = field(default_factory=list)
+    assigner: Callable | None = None
+    bound: int | None = 0
+
+    def records(self, record: StreamRecord) -> list[StreamRecord]:
+        values = [record.value]
+        for function in self.functions:
+            values = [out for value in values for out in function(value)]
+        if self.assigner is None:
+            return [StreamRecord(None, value, record.timestamp) for value in values]
+        return [StreamRecord(None, value, _timestamp(self.assigner(value, record.timestamp))) for value in values]
+
+
+def _timestamp(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise TypeError(f"the timestamp assigner returned {value!r}, not an integer (ms)")
+    return value
+
+
 class GraphSourceTask(SourceTask):
     """A source subtask (global index ``index``) writing to every edge of its source operator."""
 
     deployed = True  # set by the scheduler (FLIP-331: a source behind a blocking region waits)
+
+    @property
+    def program(self) -> SourceProgram | None:
+        return self.job.spec.programs.get(self.job.graph.source_subtasks()[self.index][0])
 
     def is_runnable(self) -> bool:
         if self.ended or self.exhausted or not self.deployed:
             return False
         if self.offset < len(self.elements) and isinstance(self.elements[self.offset], StreamRecord):
             operator, subtask = self.job.graph.source_subtasks()[self.index]
-            return self.job.has_capacity(operator, subtask, self.elements[self.offset])
+            return self.job.has_capacity(operator, subtask, self.elements[self.offset],
+                                         any_target=self.program is not None)
         return True
 
     def emit_next(self) -> None:
+        program = self.program
+        if self.offset < len(self.elements) and program is not None:
+            self._emit_with(program)
+            return
         if self.offset < len(self.elements):
             element = self.elements[self.offset]
             self.offset += 1
             self.job.write(*self.job.graph.source_subtasks()[self.index], element)
             return
         super().emit_next()  # end of input: MAX_WATERMARK and EndOfData through broadcast()
+
+    def _emit_with(self, program: SourceProgram) -> None:
+        """A captured job's source: records through its chained functions and timestamp assigner,
+        watermarks from its generator at the emission points (none without a bound)."""
+        element = self.elements[self.offset]
+        self.offset += 1
+        if isinstance(element, PeriodicWatermark):
+            if program.bound is not None:
+                self.tick(program.bound)
+            return
+        if not isinstance(element, StreamRecord):
+            self.job.broadcast(self.index, element)
+            return
+        operator, subtask = self.job.graph.source_subtasks()[self.index]
+        for record in program.records(element):
+            if record.timestamp <= self.generated and program.bound is not None:
+                self.job.events.append(("late-at-source", self.index, self.offset - 1, record.timestamp,
+                                        self.generated))
+            self.job.write(operator, subtask, record)
+            if self.max_timestamp is None or record.timestamp > self.max_timestamp:
+                self.max_timestamp = record.timestamp
+        if self.restart_tick is not None and self.restart_tick[0] == self.offset - 1 and program.bound is not None:
+            self.tick(program.bound)
+            self.job.events.append(("regenerated-watermark", self.index, self.offset - 1, self.generated))
+
+
+class KeySelectorError(RuntimeError):
+    """A captured job's key selector raised or returned a key Flink cannot route."""
 
 
 class NoResourceAvailableError(RuntimeError):
@@ -127,6 +199,7 @@ class GraphJob:
         self.deploy_log: list[tuple] = []  # (attempt, step, chains of the region deployed)
         self.coordinator = GraphCheckpointCoordinator(self, spec.checkpoint_interval)
         self.failovers = 0
+        self.round_robin: dict = {}  # rebalance edges: (edge, sender) -> next turn
         self._deploy(None)
 
     # -- channels ----------------------------------------------------------------------------
@@ -141,6 +214,10 @@ class GraphJob:
         if edge.partitioning == "forward":
             return [self.task_of[(chain, sender)]]
         p = self.parallelism_of(edge.target)
+        if edge.partitioning == "rebalance" and isinstance(element, StreamRecord):
+            turn = self.round_robin.get((edge, sender), sender)  # Flink starts at a random channel
+            self.round_robin[(edge, sender)] = turn + 1
+            return [self.task_of[(chain, turn % p)]]
         if isinstance(element, StreamRecord):
             if element.key is None:
                 raise KeylessRecordError(f"a record without key on the keyed edge {edge.source}->{edge.target} (emitted outside "
@@ -155,13 +232,36 @@ class GraphJob:
     def write(self, operator: str, sender: int, element: Any, edges=None) -> None:
         """``operator``'s subtask ``sender`` writes an element to its network outputs."""
         for edge in edges if edges is not None else self.graph.outputs(operator):
+            if edge.key_selector is not None and isinstance(element, StreamRecord):
+                element = StreamRecord(self.key_of(edge, element.value), element.value, element.timestamp)
             for task in self._targets(edge, sender, element):
                 task.receive(task.channel_index[(operator, sender)], element)
+
+    def key_of(self, edge, value: Any) -> Any:
+        """The key ``edge``'s key selector gives ``value`` (a tuple, float or bool key is routed
+        as Flink's TupleN/Double/Boolean)."""
+        try:
+            key = self.spec.functions[edge.key_selector](value)
+        except Exception as e:  # noqa: BLE001 - user code: named, then a verdict
+            raise KeySelectorError(f"the key selector of {edge.target} raised {type(e).__name__}: {e} "
+                                   f"on {value!r}") from e
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            from streamproof.impl.keygroups import CompositeKey
+            try:
+                key = CompositeKey.of(key)
+            except Exception as e:  # noqa: BLE001
+                raise KeySelectorError(f"the key selector of {edge.target} returned {key!r}: {e}") from e
+        return key
 
     def broadcast(self, source: int, element: Any) -> None:
         self.write(*self.graph.source_subtasks()[source], element)
 
-    def has_capacity(self, operator: str, sender: int, record: StreamRecord) -> bool:
+    def has_capacity(self, operator: str, sender: int, record: StreamRecord, any_target: bool = False) -> bool:
+        """Whether ``record`` fits in the channels it goes to (``any_target``: in every channel it
+        could go to, for a record a source program turns into others before routing)."""
+        if any_target or any(e.key_selector or e.partitioning == "rebalance" for e in self.graph.outputs(operator)):
+            return all(self._queued(task, (operator, sender)) < self.spec.channel_capacity
+                       for edge in self.graph.outputs(operator) for task in self._targets(edge, sender, None))
         return all(self._queued(task, (operator, sender)) < self.spec.channel_capacity
                    for edge in self.graph.outputs(operator) for task in self._targets(edge, sender, record))
 
@@ -190,6 +290,7 @@ class GraphJob:
     def _deploy(self, checkpoint: CompletedCheckpoint | None) -> None:
         spec, graph = self.spec, self.graph
         offsets = checkpoint.source_offsets if checkpoint else [0] * len(spec.sources)
+        self.round_robin = {}
         self.sources = [GraphSourceTask(i, elements, offsets[i], self) for i, elements in enumerate(spec.sources)]
         for source in self.sources:
             source.deployed = False
@@ -301,6 +402,8 @@ class GraphJob:
                                  node.parallelism, spec.watermark_mode)
         if node.kind in ("map", "filter", "flat_map"):
             return StatelessOperator(name, index, task, spec.functions[node.function])
+        if node.kind == "process":
+            return ProcessOperator(name, index, task, spec.functions[node.function]())
         if node.kind == "sink":
             return SinkOperator(name, index, task, self.external)
         if node.kind == "sink_writer":
@@ -311,15 +414,16 @@ class GraphJob:
         ops = {op.name: op for op in task.operators}
         network = []
         for op in task.operators:
+            routed = self.graph.by_name[op.name].route_side_outputs
             for edge in self.graph.outputs(op.name):
                 if self.graph.is_chained(edge):
-                    op.outputs.append(_chained(ops[edge.target]))
+                    output = _chained(ops[edge.target])
                 else:
                     if not self.graph.is_blocking(edge):  # a blocking result is not back-pressured
                         network.append(edge)
                     output = _network(self, op.name, task.vertex_subtask, edge)
-                    op.outputs.append(output)
                     task.network_outputs.append(output)
+                op.outputs.append(_routed(output, edge.tag) if routed else output)
         task.output_blocked = self._output_blocked(task, network)
 
     def _restore(self, checkpoint: CompletedCheckpoint) -> None:
@@ -406,6 +510,21 @@ def _chained(target):
         elif isinstance(element, int):
             target.process_watermark(element)
     return output
+
+
+def _routed(output, tag: str | None):
+    """PyFlink's side outputs: a tagged edge gets its tag's values (unwrapped), an untagged edge
+    the main output only; watermarks and the end of data go to both."""
+    def route(element: Any) -> None:
+        if isinstance(element, StreamRecord):
+            value = element.value
+            side = isinstance(value, tuple) and len(value) == 3 and value[0] == "side-output"
+            if tag is None and side or tag is not None and not (side and value[1] == tag):
+                return
+            if tag is not None:
+                element = StreamRecord(element.key, value[2], element.timestamp)
+        output(element)
+    return route
 
 
 def _network(job: GraphJob, operator: str, subtask: int, edge):

@@ -23,7 +23,8 @@ __all__ = [
     "AggregateFunction", "KeySelector", "FilterFunction", "Partitioner", "ProcessFunction",
     "KeyedProcessFunction", "CoProcessFunction", "KeyedCoProcessFunction", "TimerService", "TimeDomain",
     "Function", "KeyedStateStore", "FunctionWrapper", "ReduceFunctionWrapper", "BroadcastProcessFunction",
-    "KeyedBroadcastProcessFunction",
+    "KeyedBroadcastProcessFunction", "WindowFunction", "AllWindowFunction", "ProcessWindowFunction",
+    "ProcessAllWindowFunction",
 ]
 
 
@@ -217,3 +218,79 @@ class BroadcastProcessFunction(Function):
 
 class KeyedBroadcastProcessFunction(Function):
     """Broadcast state: refused by streamproof."""
+
+
+# -- window functions (run by streamproof.flink.window_operator) ----------------------------------
+class WindowFunction(Function):
+    """Evaluated per key and window: ``apply(key, window, inputs)`` returns (or yields) the outputs."""
+
+    @abstractmethod
+    def apply(self, key, window, inputs):
+        pass
+
+
+class AllWindowFunction(Function):
+    """Evaluated per window of a non-keyed stream: ``apply(window, inputs)``."""
+
+    @abstractmethod
+    def apply(self, window, inputs):
+        pass
+
+
+class ProcessWindowFunction(Function):
+    """Evaluated per key and window with a context: ``process(key, context, elements)`` returns (or
+    yields) the outputs; ``clear(context)`` when the window expires."""
+
+    class Context(ABC):
+        """The window being evaluated, the time, and per-window / per-key state."""
+
+        @abstractmethod
+        def window(self):
+            pass
+
+        @abstractmethod
+        def current_processing_time(self) -> int:
+            pass
+
+        @abstractmethod
+        def current_watermark(self) -> int:
+            pass
+
+        @abstractmethod
+        def window_state(self) -> KeyedStateStore:
+            pass
+
+        @abstractmethod
+        def global_state(self) -> KeyedStateStore:
+            pass
+
+    @abstractmethod
+    def process(self, key, context: "ProcessWindowFunction.Context", elements):
+        pass
+
+    def clear(self, context: "ProcessWindowFunction.Context") -> None:
+        pass
+
+
+class ProcessAllWindowFunction(Function):
+    """Evaluated per window of a non-keyed stream with a context: ``process(context, elements)``."""
+
+    class Context(ABC):
+        @abstractmethod
+        def window(self):
+            pass
+
+        @abstractmethod
+        def window_state(self) -> KeyedStateStore:
+            pass
+
+        @abstractmethod
+        def global_state(self) -> KeyedStateStore:
+            pass
+
+    @abstractmethod
+    def process(self, context: "ProcessAllWindowFunction.Context", elements):
+        pass
+
+    def clear(self, context: "ProcessAllWindowFunction.Context") -> None:
+        pass

@@ -1,0 +1,694 @@
+"""Certification of a whole PyFlink job as its author wrote it (``streamproof certify job.py``,
+docs/certify.md "Certifying a job").
+
+The job's file is captured (:mod:`streamproof.flink.capture`: nothing runs for real), built into a
+job graph (:mod:`streamproof.properties.certify_job_graph`) and run on the graph runtime with the
+job's own records, timestamp assigner, watermark strategy and key selectors. What the exploration
+varies is what Flink leaves open: where each source's periodic watermark generator emits (its
+emission points), the parallelism of operators the job does not fix, the interleaving of parallel
+inputs (the schedule), checkpoints (aligned or unaligned), failures, failures inside interrupted
+timer firings, rescales, and where interruptible timer firings are split (FLIP-443).
+
+The exploration is a fixed plan (every emission point, failures spread over the job's run, each
+fault kind) plus ``examples`` random scenarios drawn from ``seed``: the plan's verdict does not
+depend on the example count, and the same seed gives the same verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from streamproof.flink import pipeline as pl
+from streamproof.impl.graph_job import GraphJobSpec
+from streamproof.impl.job import PeriodicWatermark
+from streamproof.impl.operators import StreamRecord
+from streamproof.impl.sim import Fault, SimulationError, run_schedule
+from streamproof.impl.task import TaskConfig
+from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
+from streamproof.properties.certify_job_graph import BuiltJob, JobGraphError, build
+from streamproof.properties.job.values import canonical
+
+PROPERTIES = ("job.same-output", "job.interruptible-timers", "job.watermarks", "job.end-of-input")
+SCENARIO_FORMAT = "streamproof-job-scenario/1"
+EVERY_CHANCE, SPLIT_MAIL_RATE = 1.0, 0.8
+OTHER_SCHEDULES = 5
+CALLBACK_SECONDS = 5.0
+FAILURE_POINTS = 10       # failures spread over a failure-free run's steps, per plan
+MAX_STEPS = 100_000
+FINDING_LATE = "output for late records depends on timing"
+
+
+class JobCertifyError(ValueError):
+    """The job cannot be certified (one line naming the job's line or operator; exit 2)."""
+
+
+# -- scenarios -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobScenario:
+    """One run's choices. ``points``: per source subtask, after which of its records (by index)
+    its watermark generator emits; ``parallelism``: operators the job does not fix; ``faults``;
+    ``checkpoint_interval`` in steps; ``seed`` the schedule; ``mail_rate`` how often foreign mail
+    lands while timers fire (interruptible firings split)."""
+
+    points: tuple
+    parallelism: int = 1
+    faults: tuple = ()
+    checkpoint_interval: int = 4
+    seed: int = 0
+    mail_rate: float = 0.3
+    unaligned: bool = False
+    drop: tuple = ()  # (source subtask, record index) left out: the scenario without its late records
+
+    def to_json(self) -> dict:
+        return {"format": SCENARIO_FORMAT, "points": [list(p) for p in self.points], "parallelism": self.parallelism,
+                "faults": [dataclasses.asdict(f) for f in self.faults], "checkpoint_interval": self.checkpoint_interval,
+                "seed": self.seed, "mail_rate": self.mail_rate, "unaligned": self.unaligned,
+                "drop": [list(d) for d in self.drop]}
+
+    @classmethod
+    def from_json(cls, document: Any) -> "JobScenario":
+        if not isinstance(document, dict) or document.get("format") != SCENARIO_FORMAT:
+            raise JobCertifyError(f"not a job scenario (format {SCENARIO_FORMAT})")
+        try:
+            return cls(tuple(tuple(int(i) for i in p) for p in document["points"]), int(document["parallelism"]),
+                       tuple(Fault(**f) for f in document["faults"]), int(document["checkpoint_interval"]),
+                       int(document["seed"]), float(document["mail_rate"]), bool(document["unaligned"]),
+                       tuple(tuple(int(i) for i in d) for d in document.get("drop", ())))
+        except (KeyError, TypeError, ValueError) as e:
+            raise JobCertifyError(f"malformed job scenario: {type(e).__name__}: {e}") from None
+
+
+# -- the subject -------------------------------------------------------------------------------------
+@dataclass
+class JobSubject:
+    """A captured job and its graphs per parallelism."""
+
+    target: str
+    pipeline: pl.Pipeline
+    _built: dict = field(default_factory=dict)
+
+    def built(self, parallelism: int) -> BuiltJob:
+        if parallelism not in self._built:
+            try:
+                self._built[parallelism] = build(self.pipeline, parallelism)
+            except JobGraphError as e:
+                raise JobCertifyError(str(e)) from None
+        return self._built[parallelism]
+
+    @property
+    def source_records(self) -> list[list]:
+        """Per source subtask, the job's own records."""
+        built = self.built(1)
+        out = []
+        for op in built.graph.sources:
+            records = built.collections[op.name]
+            if records is None:
+                node = built.labels[op.name]
+                raise JobCertifyError(f"{node.line}: the source {op.name} ({node.source.description}) has no data in "
+                                      f"the job's file: give --records {op.name}=module:strategy")
+            out += [records] + [[] for _ in range(op.parallelism - 1)]
+        return out
+
+    @property
+    def free_parallelism(self) -> bool:
+        """Whether some operator's parallelism is not fixed by the job."""
+        built = self.built(1)
+        return any(op.kind != "source" and op.name not in built.fixed and not op.name.endswith("/tag")
+                   for op in built.graph.operators if op.kind not in ("sink",))
+
+
+def load_job(target: str) -> JobSubject:
+    from streamproof.flink.capture import capture
+
+    try:
+        pipeline = capture(target)
+    except pl.CaptureError as e:
+        raise JobCertifyError(str(e)) from None
+    if pipeline.runtime_mode == "BATCH":
+        raise JobCertifyError(f"{pipeline.file}: set_runtime_mode(BATCH) is not certified: a BATCH job has no "
+                              "checkpoints, watermarks or interruptible timers (Flink re-runs it from its blocking "
+                              "results); certify it in STREAMING mode")
+    subject = JobSubject(target, pipeline)
+    subject.built(1)
+    subject.source_records  # noqa: B018 - a source without data is bad input, said now
+    preflight(subject)
+    return subject
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Indexed(StreamRecord):
+    """A source record that knows its index in the job's collection."""
+
+    index: int = -1
+
+
+@dataclass
+class JobRun:
+    committed: Counter
+    raw: list
+    job: Any
+    steps: int
+    applied: list
+    interrupted: int
+
+
+def _elements(subject: JobSubject, points: tuple, drop: tuple = ()) -> list[list]:
+    sources = []
+    dropped = set(drop)
+    for s, records in enumerate(subject.source_records):
+        chosen = set(points[s]) if s < len(points) else set()
+        elements: list = []
+        for i, record in enumerate(records):
+            if (s, i) not in dropped:
+                elements.append(_Indexed(None, record, MIN_WATERMARK, i))
+            if i in chosen:
+                elements.append(PeriodicWatermark(MIN_WATERMARK, 0))
+        sources.append(elements)
+    return sources
+
+
+def _functions(built: BuiltJob, interruptible: set[str] | bool) -> dict:
+    functions = dict(built.functions)
+    for name in built.keyed:
+        on = interruptible if isinstance(interruptible, bool) else name in interruptible
+
+        def make(factory=functions[name], on=on):
+            function = factory()
+            function.interruptible_timers = on
+            return function
+        functions[name] = make
+    return functions
+
+
+def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str] | bool = True,
+             mail_rate: float | None = None, faults: tuple | None = None, eager: bool = False,
+             points: tuple | None = None, checkpoints: bool = True) -> JobRun | str:
+    """One run; a string says why it did not finish (the user's error, a deadlock)."""
+    from streamproof.impl.sim import _observed_graph_job
+
+    built = subject.built(scenario.parallelism)
+    config = TaskConfig(interruptible_timers=bool(interruptible), unaligned_checkpoints=scenario.unaligned,
+                        callback_seconds=CALLBACK_SECONDS)
+    spec = GraphJobSpec(built.graph, _elements(subject, scenario.points if points is None else points, scenario.drop),
+                        _functions(built, interruptible), max_parallelism=built.max_parallelism,
+                        checkpoint_interval=scenario.checkpoint_interval if checkpoints else 10**9, config=config,
+                        channel_capacity=10**9 if eager else 4,
+                        async_mail_rate=scenario.mail_rate if mail_rate is None else mail_rate,
+                        programs=built.programs, eager_sources=eager)
+    rng = random.Random(scenario.seed)
+    try:
+        job = _observed_graph_job()(spec, None, random.Random(rng.random()))
+        steps, applied, interrupted = run_schedule(job, rng, scenario.faults if faults is None else faults, MAX_STEPS)
+    except SimulationError as e:
+        return f"the job did not finish: {e}"
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything: a verdict, not a crash
+        return f"{type(e).__name__}: {' '.join(str(e).split())}"
+    raw = job.external.output()
+    return JobRun(Counter(canonical(v) for v in raw), raw, job, steps, applied, interrupted)
+
+
+def preflight(subject: JobSubject) -> None:
+    """A failure-free run of the job's input: an error here is bad input (exit 2), named."""
+    records = subject.source_records
+    run = simulate(subject, JobScenario(tuple(tuple(range(len(r))) for r in records)), interruptible=False)
+    if isinstance(run, str):
+        raise JobCertifyError(f"{subject.target}: fails on a failure-free run of its own input: {run[:300]}")
+
+
+# -- the properties --------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """A property's verdict on one scenario: ``None`` held, else the message; ``finding`` set
+    when it is a finding (reported apart, not a refusal)."""
+
+    message: str | None = None
+    finding: str | None = None
+
+
+def by_sink(committed: Counter) -> dict:
+    sinks: dict = {}
+    for value, count in committed.items():
+        sink, inner = value if isinstance(value, tuple) and len(value) == 2 else ("?", value)
+        sinks.setdefault(sink, Counter())[inner] += count
+    return sinks
+
+
+def describe_difference(got: Counter, want: Counter) -> str:
+    """Per sink: what the run committed that the reference did not, and the other way round."""
+    parts = []
+    got_sinks, want_sinks = by_sink(got), by_sink(want)
+    for sink in sorted(set(got_sinks) | set(want_sinks), key=str):
+        g, w = got_sinks.get(sink, Counter()), want_sinks.get(sink, Counter())
+        extra, missing = g - w, w - g
+        if extra or missing:
+            text = f"{sink}:"
+            if extra:
+                text += f" committed {_shown(extra)}"
+            if missing:
+                text += f"{';' if extra else ''} missing {_shown(missing)}"
+            parts.append(text)
+    return "; ".join(parts)
+
+
+def _shown(values: Counter) -> str:
+    items = [f"{v!r}" + (f" x{values[v]}" if values[v] > 1 else "") for v in list(values)[:4]]
+    return ", ".join(items) + (" ..." if len(values) > 4 else "")
+
+
+def _restore_offsets(run: JobRun) -> list[int] | None:
+    """Per source subtask, the offset the last restore rewound it to (None: no restore)."""
+    restored = [e for e in run.job.events if e[0] == "failover" and e[3] is not None]
+    if not restored:
+        return None
+    checkpoint = next(c for c in run.job.coordinator.completed if c.checkpoint_id == restored[-1][3])
+    return list(checkpoint.source_offsets)
+
+
+def _points_from(points: tuple, offsets: list[int], records: list[list]) -> tuple:
+    """Emission points at or after each source's restored offset (in records read)."""
+    out = []
+    for s, chosen in enumerate(points):
+        # offsets count elements (records and emission points); convert to records read
+        elements, read = 0, 0
+        limit = offsets[s] if s < len(offsets) else 0
+        for i in range(len(records[s])):
+            if elements >= limit:
+                break
+            elements += 1 + (i in chosen)
+            read = i + 1
+        out.append(tuple(i for i in chosen if i >= read - 1))
+    return tuple(out)
+
+
+def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> Iterator[JobRun | str]:
+    """Failure-free runs of the same input, the likeliest match first: the scenario's schedule
+    with timers split or not; the emission points the restarted generators kept (a generator
+    restarts with its task: it emits from the replayed records only) and none at all (a
+    collection is read faster than Flink's periodic emitter ticks); other schedules."""
+    records = subject.source_records
+    yield simulate(subject, scenario, False, faults=(), checkpoints=False)
+    yield simulate(subject, scenario, True, faults=(), checkpoints=False)
+    offsets = _restore_offsets(faulty)
+    variants = [tuple(() for _ in records)]
+    if offsets is not None:
+        variants.insert(0, _points_from(scenario.points, offsets, records))
+    for points in variants:
+        yield simulate(subject, scenario, False, faults=(), points=points, checkpoints=False)
+        yield simulate(subject, scenario, True, faults=(), points=points, checkpoints=False)
+    for k in range(1, OTHER_SCHEDULES + 1):
+        other = dataclasses.replace(scenario, seed=scenario.seed * 7919 + k)
+        yield simulate(subject, other, False, faults=(), checkpoints=False)
+        for points in variants:
+            yield simulate(subject, other, False, faults=(), points=points, checkpoints=False)
+
+
+def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str | None = None,
+                late_check: bool = True) -> Outcome:
+    faulty = simulate(subject, scenario) if faulty is None else faulty
+    if isinstance(faulty, str):
+        return Outcome(f"the job failed: {faulty}")
+    first = None
+    for reference in references(subject, scenario, faulty):
+        if isinstance(reference, str):
+            continue
+        if reference.committed == faulty.committed:
+            return Outcome()
+        first = first or reference
+    if first is None:
+        return Outcome("no failure-free run of this input finished")
+    if late_check:
+        reduced = without_late(scenario, [faulty, first])
+        if reduced is not None and same_output(subject, reduced, late_check=False).message is None:
+            return Outcome("the committed output depends on records behind their source's watermark",
+                           finding=FINDING_LATE)
+    return Outcome(f"the committed output is no failure-free run's: {describe_difference(faulty.committed, first.committed)}"
+                   f"{diagnose(subject, scenario, first.committed)}")
+
+
+def diagnose(subject: JobSubject, scenario: JobScenario, reference: Counter) -> str:
+    """Which fault alone reproduces the difference (each alone, then all without splits)."""
+    for fault in scenario.faults:
+        alone = simulate(subject, scenario, faults=(fault,))
+        if not isinstance(alone, str) and alone.committed != reference:
+            return f" (cause: the {fault_text(fault)} alone reproduces it)"
+    unsplit = simulate(subject, scenario, False)
+    if not isinstance(unsplit, str) and unsplit.committed == reference:
+        return " (cause: the faults together with split timer firings; without splits the output is right)"
+    return ""
+
+
+def fault_text(fault: Fault) -> str:
+    if fault.kind == "fail_in_interrupted_firing":
+        return f"failure inside interrupted firing #{fault.nth}" + (" after a checkpoint" if fault.after_checkpoint else "")
+    if fault.kind == "rescale":
+        return f"rescale to {fault.parallelism} at step {fault.at}" + (
+            f" after {fault.checkpoints} checkpoints" if fault.checkpoints else "")
+    return f"failure at step {fault.at}" + (f" after {fault.checkpoints} checkpoints" if fault.checkpoints else "")
+
+
+def _late_at_source(run: JobRun) -> set:
+    """(source subtask, record index) of the records read behind their source's watermark."""
+    late = set()
+    for event in run.job.events:
+        if event[0] == "late-at-source":
+            source, offset = event[1], event[2]
+            element = run.job.spec.sources[source][offset]
+            late.add((source, element.index))
+    return late
+
+
+def without_late(scenario: JobScenario, runs: list) -> JobScenario | None:
+    """The scenario without the records its runs read behind their source's watermark."""
+    late = set().union(*(_late_at_source(r) for r in runs if not isinstance(r, str)))
+    return dataclasses.replace(scenario, drop=tuple(sorted(set(scenario.drop) | late))) if late else None
+
+
+def interruptible_timers(subject: JobSubject, scenario: JobScenario) -> Outcome:
+    """Failure-free, the same input and watermarks: firings split at every chance, or at random
+    points, give the output of the unsplit run (one schedule when every task reads one channel;
+    else any of several unsplit schedules)."""
+    whole = simulate(subject, scenario, False, faults=(), eager=True, checkpoints=False)
+    if isinstance(whole, str):
+        return Outcome(f"the job failed: {whole}")
+    for rate, eager in ((EVERY_CHANCE, True), (SPLIT_MAIL_RATE, False)):
+        split = simulate(subject, scenario, True, mail_rate=rate, faults=(), eager=eager, checkpoints=False)
+        if isinstance(split, str):
+            return Outcome(f"the job failed with split firings: {split}")
+        if split.committed == whole.committed or _some_unsplit_schedule(subject, scenario, split.committed):
+            continue
+        culprit = _operator_splitting(subject, scenario, rate, eager, whole.committed)
+        message = (f"splitting the timer firings of {culprit or 'its operators'} changes the output: "
+                   f"{describe_difference(split.committed, whole.committed)}")
+        reduced = without_late(scenario, [whole, split])
+        if reduced is not None and interruptible_timers(subject, reduced).message is None:
+            return Outcome(message, finding=FINDING_LATE)
+        return Outcome(message)
+    return Outcome()
+
+
+def _some_unsplit_schedule(subject: JobSubject, scenario: JobScenario, committed: Counter) -> bool:
+    if scenario.parallelism == 1 and not subject.several_inputs:
+        return False
+    for k in range(1, OTHER_SCHEDULES + 1):
+        other = simulate(subject, dataclasses.replace(scenario, seed=scenario.seed * 7919 + k), False, faults=(),
+                         checkpoints=False)
+        if not isinstance(other, str) and other.committed == committed:
+            return True
+    return False
+
+
+def _operator_splitting(subject: JobSubject, scenario: JobScenario, rate: float, eager: bool, whole: Counter) -> str | None:
+    """The keyed operator whose split firings alone change the output."""
+    for name in subject.built(scenario.parallelism).keyed:
+        alone = simulate(subject, scenario, {name}, mail_rate=rate, faults=(), eager=eager, checkpoints=False)
+        if not isinstance(alone, str) and alone.committed != whole:
+            return name
+    return None
+
+
+def watermarks(run: JobRun) -> Outcome:
+    """Per operator attempt: output watermarks increase; no event-time timer output at or below
+    a watermark leaves after it."""
+    for attempt, label, log in run.job.output_logs:
+        last = MIN_WATERMARK
+        for entry in log:
+            if entry[0] == "watermark":
+                if entry[1] <= last and entry[1] != MAX_WATERMARK or entry[1] < last:
+                    return Outcome(f"attempt {attempt} {label}: watermark {entry[1]} after {last}")
+                last = entry[1]
+            elif entry[0] == "record" and entry[3] == "timer" and entry[2] <= last and last != MAX_WATERMARK:
+                return Outcome(f"attempt {attempt} {label}: timer output at {entry[2]} after watermark {last}")
+    return Outcome()
+
+
+def end_of_input(run: JobRun) -> Outcome:
+    """Every operator of the last attempt with outputs sent MAX_WATERMARK before its end of data,
+    and nothing after it; no interrupted firing left without its continuation."""
+    final = max(attempt for attempt, _, _ in run.job.output_logs)
+    for attempt, label, log in run.job.output_logs:
+        if attempt != final or ("end_of_data",) not in log:
+            continue
+        end = log.index(("end_of_data",))
+        if end != len(log) - 1:
+            return Outcome(f"{label}: output after its end of data: {log[end + 1]!r}")
+        if not any(e[0] == "watermark" and e[1] == MAX_WATERMARK for e in log[:end]):
+            return Outcome(f"{label}: end of data without MAX_WATERMARK before it")
+    return Outcome()
+
+
+def _with_graph_flags(subject: JobSubject) -> None:
+    built = subject.built(1)
+    subject.several_inputs = any(len(built.graph.network_inputs(c)) > 1 or any(
+        e.partitioning != "forward" and built.graph.by_name[e.source].parallelism > 1
+        for e in built.graph.network_inputs(c)) for c in built.graph.chains
+        if built.graph.by_name[c.head].kind != "source")
+
+
+JobSubject.several_inputs = False
+
+
+# -- coverage ---------------------------------------------------------------------------------------
+def coverage(run: JobRun, built: BuiltJob, reached: dict) -> None:
+    """Per operator, what the run reached that can change an output."""
+    job = run.job
+    restored = {e[3] for e in job.events if e[0] == "failover" and e[3] is not None}
+    checkpoints = {c.checkpoint_id: c for c in job.coordinator.completed}
+    for task in job.all_tasks:
+        for op in task.operators:
+            if op.name not in built.keyed:
+                continue
+            mine = reached.setdefault(op.name, Counter())
+            wp = op.watermark_processor
+            if wp.event_timers_fired_before_end:
+                mine["window fired before end of input" if op.name in built.windows else
+                     "timer fired before end of input"] += 1
+            if op.split_due_key_records:
+                mine["record of a due key inside a split firing"] += 1
+            elif op.split_records:
+                mine["record inside a split firing"] += 1
+    for checkpoint_id, checkpoint in checkpoints.items():
+        for snapshot in checkpoint.task_snapshots:
+            for name, state in (snapshot.sink or {}).items():  # a chain task's per-operator states
+                if name in built.keyed and state is not None and _holds_state(state):
+                    reached.setdefault(name, Counter())[STATE_CHECKPOINTED] += 1
+                    if checkpoint_id in restored:
+                        reached[name]["state restored after a checkpoint"] += 1
+
+
+STATE_CHECKPOINTED = "checkpoint holding its state"
+
+
+def _holds_state(snapshot: Any) -> bool:
+    from streamproof.impl.snapshot_format import decode_snapshot
+
+    if any(getattr(snapshot, "keyed_state", None) or {}):
+        return True
+    timers = getattr(snapshot, "timers", None)
+    return bool(timers) and any(True for _ in decode_snapshot(timers).entries())
+
+
+def needed(name: str, built: BuiltJob, timers_used: bool, reached: Counter) -> list[str]:
+    """What an operator's runs must reach before the job's certificate says something about it:
+    its state restored (when a checkpoint ever held some), a timer or window fired mid-stream."""
+    cases = ["state restored after a checkpoint"] if reached[STATE_CHECKPOINTED] else []
+    if name in built.windows:
+        cases.append("window fired before end of input")
+    elif timers_used:
+        cases.append("timer fired before end of input")
+    return cases
+
+
+# -- the plan -----------------------------------------------------------------------------------------
+def plan(subject: JobSubject, examples: int, seed: int) -> Iterator[tuple[str, JobScenario]]:
+    """(what, scenario): every single emission point and every point, at each parallelism; then
+    failures, failures inside interrupted firings and rescales spread over each; then
+    ``examples`` random scenarios."""
+    records = subject.source_records
+    every = tuple(tuple(range(len(r))) for r in records)
+    none = tuple(() for _ in records)
+    singles = []
+    for s, rs in enumerate(records):
+        for i in range(len(rs)):
+            singles.append(tuple((i,) if t == s else every[t] for t in range(len(records))))
+    parallelisms = (1, 2) if subject.free_parallelism else (1,)
+    for points in [every, none] + singles:
+        yield "split", JobScenario(points, 1)
+    base_steps = {}
+    for p in parallelisms:
+        for points in (every, none):
+            run = simulate(subject, JobScenario(points, p), faults=())
+            base_steps[(p, points)] = run.steps if not isinstance(run, str) else 50
+    for (p, points), steps in base_steps.items():
+        for interval in (2, 5):
+            for k in range(1, FAILURE_POINTS + 1):
+                at = max(1, steps * k // (FAILURE_POINTS + 1))
+                yield "failure", JobScenario(points, p, (Fault("fail", at=at),), interval, seed=k)
+            for nth in (1, 2, 3):
+                yield "failure in firing", JobScenario(points, p, (Fault("fail_in_interrupted_firing", nth=nth),),
+                                                       interval, seed=nth, mail_rate=0.8)
+            yield "failure in firing", JobScenario(points, p, (Fault("fail_in_interrupted_firing", nth=1,
+                                                                     after_checkpoint=True),), interval, mail_rate=0.8)
+            for k in range(1, 4):
+                at = max(1, steps * k // 4)
+                yield "rescale", JobScenario(points, p, (Fault("rescale", at=at, parallelism=3 - p if p < 3 else 1),),
+                                             interval, seed=k)
+    rng = random.Random(seed)
+    for _ in range(examples):
+        yield "random", random_scenario(rng, records, parallelisms, base_steps)
+
+
+def random_scenario(rng: random.Random, records: list[list], parallelisms: tuple, base_steps: dict) -> JobScenario:
+    points = tuple(tuple(sorted(rng.sample(range(len(r)), rng.randint(0, len(r))))) for r in records)
+    p = rng.choice(parallelisms)
+    steps = max(base_steps.values()) if base_steps else 50
+    faults = []
+    for _ in range(rng.randint(0, 2)):
+        kind = rng.choice(("fail", "fail", "fail_in_interrupted_firing", "rescale"))
+        if kind == "fail":
+            faults.append(Fault("fail", at=rng.randint(1, steps), checkpoints=rng.choice((0, 0, 1, 2))))
+        elif kind == "rescale":
+            faults.append(Fault("rescale", at=rng.randint(1, steps), parallelism=rng.randint(1, 3)))
+        else:
+            faults.append(Fault("fail_in_interrupted_firing", nth=rng.randint(1, 3), after_checkpoint=rng.random() < .3))
+    return JobScenario(points, p, tuple(faults), rng.randint(1, 6), rng.randrange(2**31), rng.choice((0.3, 0.8)),
+                       rng.random() < 0.3)
+
+
+# -- certification --------------------------------------------------------------------------------------
+@dataclass
+class JobCertificate:
+    target: str
+    pipeline: list
+    results: dict
+    coverage: dict
+    findings: list
+    scenarios: int
+    seconds: float
+    counterexamples: dict = field(default_factory=dict)
+    not_exercised: dict = field(default_factory=dict)
+
+    @property
+    def holds(self) -> bool:
+        return all(r["verdict"] == "held" for r in self.results.values())
+
+    @property
+    def status(self) -> str:
+        if any(r["verdict"] == "failed" for r in self.results.values()):
+            return "not certified"
+        if any(r["verdict"] == "not exercised" for r in self.results.values()):
+            return "not exercised"
+        return "certified"
+
+    def to_json(self) -> dict:
+        return {"job": self.target, "status": self.status, "certified": self.holds, "pipeline": self.pipeline,
+                "results": self.results, "coverage": {k: dict(v) for k, v in self.coverage.items()},
+                "findings": self.findings, "scenarios": self.scenarios, "seconds": round(self.seconds, 2),
+                "counterexamples": {k: v.to_json() for k, v in self.counterexamples.items()}}
+
+
+def describe_pipeline(subject: JobSubject) -> list[str]:
+    """The pipeline, one line per operator: its name, what it is, where the job built it."""
+    lines = []
+    built = subject.built(1)
+    for op in built.graph.operators:
+        if op.name.endswith(("/tag", "/type")):
+            continue
+        node = built.labels.get(op.name)
+        inputs = [e.source.removesuffix("/tag") for e in built.graph.inputs(op.name)
+                  if not e.source.endswith("/tag") or True]
+        inputs = [i for i in inputs if i != f"{op.name}/tag"]
+        how = {"keyed": "key_by", "forward": "forward", "rebalance": "rebalance"}
+        edges = ", ".join(f"{how[e.partitioning]}{'[' + e.tag + ']' if e.tag else ''} from {e.source}"
+                          for e in built.graph.inputs(op.name if op.kind != "sink" else f"{op.name}/tag"))
+        line = f"{op.name} ({op.kind}{', keyed' if op.name in built.keyed else ''})"
+        if node is not None and node.line:
+            line += f" at {node.line}"
+        if edges:
+            line += f" <- {edges}"
+        lines.append(line)
+    return lines
+
+
+def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
+                progress: Callable[[str, int], None] | None = None) -> JobCertificate:
+    _with_graph_flags(subject)
+    start = time.monotonic()
+    results = {prop: {"verdict": "held", "scenarios": 0, "message": ""} for prop in PROPERTIES}
+    reached: dict = {}
+    findings: Counter = Counter()
+    counterexamples: dict = {}
+    timers_used = False
+    count = 0
+    for what, scenario in plan(subject, examples, seed):
+        count += 1
+        if progress is not None:
+            progress(what, count)
+        built = subject.built(scenario.parallelism)
+        if what == "split":
+            outcome = interruptible_timers(subject, scenario)
+            _record(results, counterexamples, findings, "job.interruptible-timers", scenario, outcome)
+            run = simulate(subject, scenario, faults=(), eager=True, mail_rate=EVERY_CHANCE, checkpoints=False)
+            if not isinstance(run, str):
+                coverage(run, built, reached)
+                timers_used |= any(op.watermark_processor.event_timers_fired for t in run.job.all_tasks
+                                   for op in t.operators if hasattr(op, "watermark_processor"))
+            continue
+        faulty = simulate(subject, scenario)
+        if not isinstance(faulty, str):
+            coverage(faulty, built, reached)
+            _record(results, counterexamples, findings, "job.watermarks", scenario, watermarks(faulty))
+            _record(results, counterexamples, findings, "job.end-of-input", scenario, end_of_input(faulty))
+        _record(results, counterexamples, findings, "job.same-output", scenario, same_output(subject, scenario, faulty))
+    built = subject.built(1)
+    not_exercised = {}
+    for name in built.keyed:
+        mine = reached.get(name, Counter())
+        missing = [c for c in needed(name, built, timers_used, mine) if not mine[c]]
+        if missing:
+            not_exercised[name] = missing
+    if not_exercised and results["job.same-output"]["verdict"] == "held":
+        results["job.same-output"]["verdict"] = "not exercised"
+        results["job.same-output"]["message"] = "; ".join(f"{n}: never {', '.join(m)}" for n, m in not_exercised.items())
+    return JobCertificate(subject.target, describe_pipeline(subject), results, reached,
+                          [{"finding": f, "scenarios": n} for f, n in findings.items()], count,
+                          time.monotonic() - start, counterexamples, not_exercised)
+
+
+def _record(results: dict, counterexamples: dict, findings: Counter, prop: str, scenario: JobScenario,
+            outcome: Outcome) -> None:
+    result = results[prop]
+    result["scenarios"] += 1
+    if outcome.message is None:
+        return
+    if outcome.finding:
+        findings[outcome.finding] += 1
+        return
+    if result["verdict"] != "failed":
+        result["verdict"] = "failed"
+        result["message"] = outcome.message
+        counterexamples[prop] = scenario
+
+
+def replay_job(subject: JobSubject, path: str) -> dict[str, Outcome]:
+    """The properties on one scenario file."""
+    _with_graph_flags(subject)
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError) as e:
+        raise JobCertifyError(f"{path}: cannot read a job scenario: {e}") from None
+    scenario = JobScenario.from_json(document)
+    faulty = simulate(subject, scenario)
+    out = {"job.same-output": same_output(subject, scenario, faulty),
+           "job.interruptible-timers": interruptible_timers(subject, dataclasses.replace(scenario, faults=()))}
+    if not isinstance(faulty, str):
+        out["job.watermarks"] = watermarks(faulty)
+        out["job.end-of-input"] = end_of_input(faulty)
+    return out

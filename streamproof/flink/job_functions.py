@@ -1,0 +1,268 @@
+"""The user functions of a captured PyFlink job as runtime functions, each subtask with its own
+copy of the function object (PyFlink pickles the function to every subtask).
+
+- keyed (``key_by`` before it): ``map``/``flat_map``/``filter``/``reduce``/rolling aggregations and
+  ``process`` with a ``KeyedProcessFunction`` run as keyed process functions (keyed state, timers);
+- non-keyed: ``map``/``flat_map``/``filter`` and ``process`` with a ``ProcessFunction`` run as
+  :class:`streamproof.impl.chain.ProcessOperator` functions (no keyed state: PyFlink raises);
+- source-chained stateless functions: ``value -> list of values``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+from streamproof.flink import adapter
+from streamproof.flink.datastream import functions as fn
+from streamproof.flink.errors import UnsupportedFeature
+from streamproof.impl.timers import MIN_WATERMARK
+
+KEYED_KINDS = ("map", "flat_map", "filter", "reduce", "process")
+
+
+def _method(function: Any, name: str) -> Callable:
+    """PyFlink accepts a function object (``MapFunction.map``) or a plain callable."""
+    method = getattr(function, name, None)
+    if method is not None and not isinstance(function, type) and not _is_plain_callable(function):
+        return method
+    if callable(function):
+        return function
+    raise TypeError(f"{function!r} has no {name}() and is not callable")
+
+
+def _is_plain_callable(function: Any) -> bool:
+    return callable(function) and not isinstance(function, fn.Function) and not hasattr(function, "open")
+
+
+def _results(result: Any) -> list:
+    """As PyFlink's ``_emit_results``: a falsy result emits nothing, anything else is iterated."""
+    return list(result) if result else []
+
+
+def values_of(kind: str, function: Any) -> Callable[[Any], list]:
+    """``value -> list of values`` for a stateless map/flat_map/filter."""
+    if kind == "map":
+        call = _method(function, "map")
+        return lambda value: [call(value)]
+    if kind == "flat_map":
+        call = _method(function, "flat_map")
+        return lambda value: _results(call(value))
+    if kind == "filter":
+        call = _method(function, "filter")
+        return lambda value: [value] if call(value) else []
+    raise ValueError(f"not a stateless function kind: {kind}")
+
+
+# -- values as their declared type ---------------------------------------------------------------------
+def typed(type_info: Any) -> Callable[[Any], Any] | None:
+    """What PyFlink's coder of ``type_info`` makes of a Python value: a ``Types.ROW``/``ROW_NAMED``
+    makes a tuple or list a ``Row`` (with its field names), a ``Types.TUPLE`` a list a tuple;
+    None when the type changes nothing (pickled, basic types)."""
+    from streamproof.flink.common.typeinfo import RowTypeInfo, TupleTypeInfo
+    from streamproof.flink.common.types import Row
+
+    if isinstance(type_info, RowTypeInfo):
+        names = type_info.get_field_names()
+        inner = [typed(t) for t in type_info.get_field_types()]
+
+        def to_row(value: Any) -> Any:
+            if isinstance(value, Row) or not isinstance(value, (tuple, list)):
+                return value
+            fields = [f(v) if f else v for f, v in zip(inner, value)]
+            row = Row(*fields)
+            row.set_field_names(names) if hasattr(row, "set_field_names") else setattr(row, "_fields", names)
+            return row
+        return to_row
+    if isinstance(type_info, TupleTypeInfo):
+        inner = [typed(t) for t in type_info.get_field_types()]
+        if not any(inner):
+            return lambda value: tuple(value) if isinstance(value, list) else value
+        return lambda value: tuple(f(v) if f else v for f, v in zip(inner, value)) \
+            if isinstance(value, (tuple, list)) else value
+    return None
+
+
+# -- non-keyed ------------------------------------------------------------------------------------
+class _NoTimers(fn.TimerService):
+    def __init__(self, owner: "NonKeyed"):
+        self._owner = owner
+
+    def current_processing_time(self) -> int:
+        return self._owner.now
+
+    def current_watermark(self) -> int:
+        return self._owner.watermark
+
+    def _refuse(self, *args) -> None:
+        raise RuntimeError("Setting timers is only supported on a keyed streams.")
+
+    register_processing_time_timer = register_event_time_timer = _refuse
+    delete_processing_time_timer = delete_event_time_timer = _refuse
+
+
+class _ProcessContext(fn.ProcessFunction.Context):
+    def __init__(self, owner: "NonKeyed"):
+        self._owner = owner
+        self._timers = _NoTimers(owner)
+
+    def timer_service(self):
+        return self._timers
+
+    def timestamp(self):
+        return None if self._owner.ts == MIN_WATERMARK else self._owner.ts
+
+
+class _NonKeyedRuntimeContext(fn.RuntimeContext):
+    """``open(runtime_context)`` of a function on a non-keyed stream: where it runs; keyed state
+    raises, as PyFlink's."""
+
+    def __init__(self, name: str, subtask: int, parallelism: int):
+        self._name, self._subtask, self._parallelism = name, subtask, parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._subtask
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return 128
+
+    def get_task_name_with_subtasks(self) -> str:
+        return f"{self._name} ({self._subtask + 1}/{self._parallelism})"
+
+    def get_job_parameter(self, key: str, default_value: str):
+        return default_value
+
+    def get_task_name(self) -> str:
+        return self._name
+
+    def get_attempt_number(self) -> int:
+        return 0
+
+    def _keyed(self, *args):
+        raise RuntimeError("Keyed state can only be used on a 'keyed stream', i.e., after a 'keyBy()' operation.")
+
+    get_state = get_list_state = get_map_state = get_reducing_state = get_aggregating_state = _keyed
+
+    def get_metrics_group(self):
+        from streamproof.flink.metrics import MetricGroup
+        return MetricGroup()
+
+
+class NonKeyed:
+    """A map/flat_map/filter or ``ProcessFunction`` on a non-keyed stream, as a
+    :class:`~streamproof.impl.chain.ProcessOperator` function."""
+
+    def __init__(self, kind: str, function: Any, name: str):
+        self.kind, self.function, self.name = kind, copy.deepcopy(function), name
+        self.now, self.watermark, self.ts = 0, MIN_WATERMARK, MIN_WATERMARK
+        self._ctx = _ProcessContext(self)
+        self._values = values_of(kind, self.function) if kind != "process" else None
+
+    def open(self, subtask: int, parallelism: int) -> None:
+        if hasattr(self.function, "open") and not _is_plain_callable(self.function):
+            self.function.open(_NonKeyedRuntimeContext(self.name, subtask, parallelism))
+
+    def close(self) -> None:
+        if hasattr(self.function, "close") and not _is_plain_callable(self.function):
+            self.function.close()
+
+    def process(self, value: Any, timestamp: int, watermark: int, now: int) -> list:
+        if self._values is not None:
+            return [(None, v) for v in self._values(value)]
+        self.ts, self.watermark, self.now = timestamp, watermark, now
+        out = []
+        for result in _results(self.function.process_element(value, self._ctx)):
+            if isinstance(result, tuple) and result and adapter._is_output_tag(result[0]):
+                out.append((result[0].tag_id, result[1]))
+            else:
+                out.append((None, result))
+        return out
+
+
+# -- keyed ------------------------------------------------------------------------------------------
+class KeyedFunction(fn.KeyedProcessFunction):
+    """A map/flat_map/filter/reduce (or rolling aggregation) on a keyed stream as PyFlink runs it:
+    a keyed operator whose rich function may use keyed state; ``reduce`` keeps the running value in
+    keyed state and emits it for every element (Flink's ``StreamGroupedReduceOperator``)."""
+
+    def __init__(self, kind: str, function: Any):
+        self.kind, self.function = kind, function
+        self._state = None
+
+    def open(self, runtime_context) -> None:
+        if self.kind == "reduce":
+            from streamproof.flink.common.typeinfo import Types
+            from streamproof.flink.datastream.state import ValueStateDescriptor
+            self._state = runtime_context.get_state(ValueStateDescriptor("_streamproof_reduce", Types.PICKLED_BYTE_ARRAY()))
+        if hasattr(self.function, "open") and not _is_plain_callable(self.function):
+            self.function.open(runtime_context)
+
+    def close(self) -> None:
+        if hasattr(self.function, "close") and not _is_plain_callable(self.function):
+            self.function.close()
+
+    def process_element(self, value, ctx):
+        if self.kind == "reduce":
+            current = self._state.value()
+            current = value if current is None else reduce_with(self.function, current, value)
+            self._state.update(current)
+            return [current]
+        return values_of(self.kind, self.function)(value)
+
+
+def reduce_with(function: Any, a: Any, b: Any) -> Any:
+    """``ReduceFunction.reduce``, a callable, or a rolling aggregation ``("sum"|"min"|"max"|
+    "min_by"|"max_by", position)`` (other fields from the first record, as Flink's aggregators)."""
+    aggregation = getattr(function, "aggregation", None)
+    if aggregation is None:
+        return _method(function, "reduce")(a, b)
+    how, position = aggregation
+    if how in ("min_by", "max_by"):
+        better = _field(b, position) < _field(a, position) if how == "min_by" else _field(b, position) > _field(a, position)
+        return b if better else a
+    x, y = _field(a, position), _field(b, position)
+    new = x + y if how == "sum" else min(x, y) if how == "min" else max(x, y)
+    return _with_field(a, position, new)
+
+
+def _field(value: Any, position: Any) -> Any:
+    if isinstance(value, (int, float)) and position in (0, None):
+        return value
+    return value[position]
+
+
+def _with_field(value: Any, position: Any, new: Any) -> Any:
+    if isinstance(value, (int, float)) and position in (0, None):
+        return new
+    if isinstance(value, tuple):
+        items = list(value)
+        items[position] = new
+        return tuple(items)
+    value = copy.copy(value)
+    value[position] = new
+    return value
+
+
+def keyed_factory(kind: str, function: Any) -> Callable[[], Any]:
+    """A factory of fresh impl keyed functions for a keyed node (each subtask its own copy)."""
+    if kind == "process":
+        if not adapter.is_pyflink_style(type(function)):
+            raise UnsupportedFeature(f"KeyedStream.process needs a KeyedProcessFunction, got {type(function).__name__}")
+        reason = adapter.refusal_reason(type(function))
+        if reason:
+            raise UnsupportedFeature(reason)
+
+        def build() -> Any:
+            built = adapter.adapt(copy.deepcopy(function))
+            built.interruptible_timers = True
+            return built
+        return build
+
+    def build_keyed() -> Any:
+        built = adapter.PyFlinkFunctionAdapter(KeyedFunction(kind, copy.deepcopy(function)))
+        built.interruptible_timers = True
+        return built
+    return build_keyed
