@@ -127,8 +127,9 @@ def load(spec: str, args: Any = None, records: str | None = None, key: str | Non
     if not isinstance(target, type):
         job = _runs_a_job(target)
         if job:  # never called: it would run the job for real
-            raise CertifyError(f"{spec!r}: {name} builds and runs a job ({job}); certify never runs it: give the "
-                               "operator class (module:Class) and its input")
+            raise CertifyError(f"{spec!r}: {name} builds and runs a job ({job}); certify never runs it: certify the "
+                               f"job's module or file (streamproof certify {module_name}), or give the operator "
+                               "class (module:Class) and its input")
     adapter = _adapter()
     if adapter is not None and isinstance(target, type):
         reason = adapter.refusal_reason(target)

@@ -24,7 +24,7 @@ def _args(text: str | None):
 
 
 @click.command()
-@click.argument("operator", metavar="MODULE:CLASS")
+@click.argument("operator", metavar="JOB.py|MODULE|MODULE:CLASS")
 @click.option("--examples", type=click.IntRange(1), default=None, metavar="N",
               help="job scenarios per property [default: the profile's]")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed")
@@ -55,13 +55,23 @@ def _args(text: str | None):
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
             records: str | None, stream: str | None, key: str | None, timestamp: str | None,
             args_json: str | None, span: int | None, layout: str | None, late: bool | None) -> None:
-    """Certify a keyed operator (PyFlink's KeyedProcessFunction via streamproof.flink, or the
+    """Certify a PyFlink job as written (a job file or module: its own records, watermarks and
+    keys) or one keyed operator (MODULE:CLASS: a PyFlink KeyedProcessFunction, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
 
+    if is_job(operator):
+        given = {"--records": records, "--stream": stream, "--key": key, "--timestamp": timestamp,
+                 "--args": args_json, "--span": span, "--layout": layout, "--late/--no-late": late}
+        misplaced = [name for name, value in given.items() if value is not None]
+        if misplaced:
+            raise InputError(f"{misplaced[0]} is for one operator (module:Class); a job brings its own input, keys "
+                             "and timestamps")
+        certify_job_command(operator, examples, seed, out, replay_file)
+        return
     args = _args(args_json)
     try:
         if replay_file is None:
@@ -88,6 +98,67 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
     click.echo(f"\n{operator}: {certificate.status}; certificate: {Path(out) / 'certificate.md'}")
+    click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
+
+
+def is_job(target: str) -> bool:
+    """A job file (``path/job.py``) or a job module (``package.job``, no ``:``)."""
+    import importlib.util
+    import os
+
+    if target.endswith(".py") or os.path.isfile(target):
+        return True
+    if ":" in target:
+        return False
+    try:
+        spec = importlib.util.find_spec(target)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and bool(spec.origin) and spec.origin.endswith(".py")
+
+
+def certify_job_command(target: str, examples: int | None, seed: int, out: str, replay_file: str | None) -> None:
+    """``streamproof certify job.py``: the job as written (docs/certify.md, "Certifying a job")."""
+    import os
+
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.properties import certify as cert
+    from streamproof.properties import certify_job as cj
+    from streamproof.properties import certify_job_report as report
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        if replay_file is None:
+            cert.check_out(out)
+        subject = cj.load_job(target)
+        if replay_file is not None:
+            outcomes = cj.replay_job(subject, replay_file)
+            for prop, outcome in outcomes.items():
+                verdict = "held" if outcome.message is None else \
+                    f"finding: {outcome.finding}" if outcome.finding else f"FAILED: {outcome.message}"
+                click.echo(f"{prop}: {verdict}")
+            failed = any(o.message is not None and not o.finding for o in outcomes.values())
+            click.get_current_context().exit(EXIT_FAILED if failed else EXIT_HELD)
+        pipeline = cj.describe_pipeline(subject)
+        click.echo(f"{target}: {len(pipeline)} operators")
+        for line in pipeline:
+            click.echo(f"  {line}")
+        certificate = cj.certify_job(subject, examples or cj.DEFAULT_EXAMPLES, seed)
+        command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
+        md = report.write(subject, certificate, Path(out), command, examples or cj.DEFAULT_EXAMPLES, seed)
+    except cj.JobCertifyError as e:
+        raise InputError(e) from None
+    except OSError as e:
+        raise InputError(f"cannot write {e.filename or out}: {e.strerror or type(e).__name__}") from None
+    for prop, result in certificate.results.items():
+        line = f"{prop:28} {result['verdict']:13} {result['scenarios']:5} scenarios"
+        if result["message"]:
+            line += f"  {result['message']}"
+        click.echo(line)
+    for finding in certificate.findings:
+        click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
+    click.echo(f"\n{target}: {certificate.status}; certificate: {md}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
 
 

@@ -275,7 +275,20 @@ def _error(exc: BaseException) -> CaptureError:
     return CaptureError(f"{line}: the job failed {when}: {type(exc).__name__}: {_one_line(exc)}")
 
 
-def capture(target: str) -> Pipeline:
+def capture_callable(function) -> Pipeline:
+    """The pipeline ``function`` (a module-level function of the job's module, called without
+    arguments) builds: its module is run afresh with PyFlink bound to streamproof (not as
+    ``__main__``), then its fresh ``function`` is called. The function as given is never called."""
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", "")
+    if not module or "<locals>" in qualname:
+        raise CaptureError(f"{function!r}: give a module-level function of the job's module")
+    source = getattr(sys.modules.get(module), "__file__", None)
+    target = source if module == "__main__" and source else module
+    return capture(target, call=qualname)
+
+
+def capture(target: str, call: str | None = None) -> Pipeline:
     """Run the job ``target`` (a ``.py`` file, or a dotted module name run from the current
     directory) with PyFlink bound to streamproof and return the pipeline its first
     ``env.execute()`` / ``execute_async()`` submitted. Code after ``execute()`` still runs (a
@@ -312,10 +325,16 @@ def capture(target: str) -> Pipeline:
         STATE.file, STATE.display = _real(path), os.path.basename(path)
         sys.argv = [path]
         try:
+            run_name = "__main__" if call is None else "__streamproof_job__"
             if is_file:
-                runpy.run_path(path, run_name="__main__")
+                namespace = runpy.run_path(path, run_name=run_name)
             else:
-                runpy.run_module(target, run_name="__main__", alter_sys=True)
+                namespace = runpy.run_module(target, run_name=run_name, alter_sys=call is None)
+            if call is not None:
+                function = namespace
+                for part in call.split("."):
+                    function = function[part] if isinstance(function, dict) else getattr(function, part)
+                function()
         except SystemExit as exc:
             if STATE.pipeline is None or exc.code not in (None, 0):
                 line = _traceback_line(exc.__traceback__)

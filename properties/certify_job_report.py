@@ -1,0 +1,80 @@
+"""The certificate of a certified job (``streamproof certify job.py --out DIR``): certificate.json,
+certificate.md and one counterexample scenario file per refused property (replayed with
+``streamproof certify job.py --replay FILE``)."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import platform
+import shlex
+from pathlib import Path
+
+from streamproof.properties.certify_job import JobCertificate, JobSubject
+from streamproof.properties.files import write_atomically
+
+
+def _source(path: str) -> dict:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {"file": path}
+    return {"file": path, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write(subject: JobSubject, certificate: JobCertificate, out: Path, command: str = "", examples: int = 0,
+          seed: int = 0) -> Path:
+    """Writes the certificate and its counterexamples into ``out``; returns certificate.md's path."""
+    import hypothesis
+
+    import streamproof
+
+    out.mkdir(exist_ok=True)
+    files = {}
+    for prop, scenario in certificate.counterexamples.items():
+        path = out / f"{prop}.json"
+        write_atomically(path, json.dumps(scenario.to_json(), indent=1) + "\n")
+        files[prop] = str(path)
+    document = certificate.to_json()
+    document.update({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                     "command": command, "examples": examples, "seed": seed,
+                     "source": _source(subject.pipeline.file or subject.target),
+                     "counterexample_files": files,
+                     "versions": {"streamproof": getattr(streamproof, "__version__", "?"),
+                                  "hypothesis": hypothesis.__version__, "python": platform.python_version()}})
+    write_atomically(out / "certificate.json", json.dumps(document, indent=1, default=str) + "\n")
+    md = out / "certificate.md"
+    write_atomically(md, markdown(subject, certificate, files, document))
+    return md
+
+
+def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, document: dict) -> str:
+    lines = [f"# Certificate: {subject.target}", "", f"**{certificate.status}** ({document['date']})", ""]
+    if document.get("command"):
+        lines += [f"Command: `{document['command']}`", ""]
+    source = document["source"]
+    lines += [f"Job file: `{source['file']}`" + (f" (SHA-256 `{source['sha256']}`)" if "sha256" in source else ""), "",
+              "## The pipeline", ""]
+    lines += [f"{i + 1}. {line}" for i, line in enumerate(certificate.pipeline)]
+    lines += ["", "## Verdicts", "", "| property | verdict | scenarios | message |", "|---|---|---|---|"]
+    for prop, result in certificate.results.items():
+        message = result["message"].replace("|", "\\|")
+        lines.append(f"| `{prop}` | {result['verdict']} | {result['scenarios']} | {message} |")
+    lines += ["", "## Coverage per operator", "", "| operator | case | scenarios |", "|---|---|---|"]
+    for name, cases in certificate.coverage.items():
+        for case, n in sorted(cases.items()):
+            lines.append(f"| {name} | {case} | {n} |")
+    for name, missing in certificate.not_exercised.items():
+        lines.append(f"| {name} | never reached: {', '.join(missing)} | 0 |")
+    if certificate.findings:
+        lines += ["", "## Findings (not refusals)", ""]
+        lines += [f"- {f['finding']} ({f['scenarios']} scenarios)" for f in certificate.findings]
+    if files:
+        lines += ["", "## Counterexamples", ""]
+        for prop, path in files.items():
+            lines.append(f"- `{prop}`: `{path}`: replay with "
+                         f"`streamproof certify {shlex.quote(subject.target)} --replay {shlex.quote(path)}`, "
+                         f"draw with `streamproof explain {shlex.quote(path)} --job {shlex.quote(subject.target)}`")
+    lines += ["", f"{certificate.scenarios} scenarios in {certificate.seconds:.1f} s.", ""]
+    return "\n".join(lines)
