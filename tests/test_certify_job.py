@@ -1,0 +1,169 @@
+"""``streamproof certify JOB.py``: a PyFlink job certified as written (docs/certify.md, "Certifying
+a job"). Each job property bites on a job built to break it (tests/jobs/), a safe variant holds,
+bad input is one line and exit 2, and the verdict does not depend on whether genuine pyflink is
+importable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from streamproof.properties import certify_job as cj
+
+JOBS = Path(__file__).parent / "jobs"
+EXAMPLES = 5
+
+
+@pytest.fixture(scope="module")
+def certified():
+    cache: dict = {}
+
+    def run(name: str):
+        if name not in cache:
+            subject = cj.load_job(str(JOBS / name))
+            cache[name] = (subject, cj.certify_job(subject, EXAMPLES, 0))
+        return cache[name]
+    return run
+
+
+def test_a_timer_that_emits_its_state_now_is_refused_for_split_firings(certified):
+    _, cert = certified("timer_sum_unsafe.py")
+    result = cert.results["job.interruptible-timers"]
+    assert result["verdict"] == "failed"
+    assert "splitting the timer firings of process changes the output" in result["message"]
+    assert "('c', 12, 101)" in result["message"] and "('c', 12, 1)" in result["message"]
+    assert cert.results["job.same-output"]["verdict"] == "held"
+
+
+def test_the_same_timer_reading_the_sum_at_registration_is_certified(certified):
+    _, cert = certified("timer_sum_safe.py")
+    assert cert.status == "certified", cert.results
+    assert cert.coverage["process"]["timer fired before end of input"] > 0
+    assert cert.coverage["process"]["state restored after a checkpoint"] > 0
+
+
+def test_state_in_a_python_attribute_is_refused_with_its_cause(certified):
+    _, cert = certified("attribute_counter.py")
+    result = cert.results["job.same-output"]
+    assert result["verdict"] == "failed"
+    assert "no failure-free run's" in result["message"] and "cause: the failure at step" in result["message"]
+
+
+def test_a_counterexample_replays_from_its_file(certified, tmp_path):
+    subject, cert = certified("timer_sum_unsafe.py")
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(cert.counterexamples["job.interruptible-timers"].to_json()))
+    outcomes = cj.replay_job(subject, str(path))
+    assert outcomes["job.interruptible-timers"].message is not None
+    assert outcomes["job.same-output"].message is None
+
+
+def test_the_plan_gives_the_same_verdict_whatever_the_example_count(certified):
+    subject, cert = certified("timer_sum_unsafe.py")
+    again = cj.certify_job(subject, 0, 7)
+    assert {p: r["verdict"] for p, r in again.results.items()} == {p: r["verdict"] for p, r in cert.results.items()}
+
+
+def _cli(*args: str, cwd: Path, hide_pyflink: bool = False) -> subprocess.CompletedProcess:
+    prelude = "import sys; " + ("sys.modules['pyflink'] = None; " if hide_pyflink else "")
+    code = prelude + "from streamproof.cli import main; sys.argv = ['streamproof'] + sys.argv[1:]; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("hide_pyflink", [False, True], ids=["pyflink-importable", "pyflink-hidden"])
+def test_the_cli_refuses_the_unsafe_job_with_or_without_genuine_pyflink(tmp_path, hide_pyflink):
+    result = _cli("certify", str(JOBS / "timer_sum_unsafe.py"), "--examples", "2", "--out", str(tmp_path / "c"),
+                  cwd=tmp_path, hide_pyflink=hide_pyflink)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "job.interruptible-timers" in result.stdout and "failed" in result.stdout
+    assert "process (keyed_process, keyed) at timer_sum_unsafe.py:" in result.stdout
+    document = json.loads((tmp_path / "c" / "certificate.json").read_text())
+    assert document["status"] == "not certified"
+    replay = _cli("certify", str(JOBS / "timer_sum_unsafe.py"), "--replay",
+                  document["counterexample_files"]["job.interruptible-timers"], cwd=tmp_path)
+    assert replay.returncode == 1 and "job.interruptible-timers: FAILED" in replay.stdout
+
+
+BAD_JOBS = {
+    "unsupported API": ("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        env = StreamExecutionEnvironment.get_execution_environment()
+        a = env.from_collection([1, 2])
+        a.connect(env.from_collection([3])).map(lambda x: x).print()
+        env.execute()
+        """, "job.py:5: DataStream.connect is not supported"),
+    "fails while built": ("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        env = StreamExecutionEnvironment.get_execution_environment()
+        ds = env.from_collection([1, 2])
+        ds.map(lambda x: x).print(undefined_name)
+        env.execute()
+        """, "job.py:5: the job failed while it was built: NameError"),
+    "source without data": ("""
+        from pyflink.common import WatermarkStrategy
+        from pyflink.datastream import StreamExecutionEnvironment
+        from pyflink.datastream.connectors.kafka import KafkaSource
+        env = StreamExecutionEnvironment.get_execution_environment()
+        source = KafkaSource.builder().set_topics("t").build()
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").print()
+        env.execute()
+        """, "has no data in the job's file: give --records"),
+    "key selector raises": ("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([(1, 'a'), (2, 'b')]) \\
+            .key_by(lambda v: v[5]) \\
+            .reduce(lambda a, b: a) \\
+            .print()
+        env.execute()
+        """, "the key selector of reduce raised IndexError"),
+    "no execute": ("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        """, "never called env.execute()"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_JOBS))
+def test_bad_jobs_are_one_line_and_exit_2(tmp_path, case):
+    source, expected = BAD_JOBS[case]
+    (tmp_path / "job.py").write_text(textwrap.dedent(source))
+    result = _cli("certify", "job.py", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_options_of_one_operator_are_refused_for_a_job(tmp_path):
+    result = _cli("certify", str(JOBS / "timer_sum_safe.py"), "--key", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "--key is for one operator" in result.stderr
+
+
+def test_a_job_function_is_captured_without_being_called_for_real(tmp_path):
+    from streamproof.flink.capture import capture_callable
+
+    (tmp_path / "jobmod.py").write_text(textwrap.dedent("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        CALLS = []
+        def main():
+            CALLS.append(1)
+            env = StreamExecutionEnvironment.get_execution_environment()
+            env.from_collection([1, 2]).map(lambda x: x + 1).print()
+            env.execute()
+        """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import jobmod
+        pipeline = capture_callable(jobmod.main)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("jobmod", None)
+    assert [n.kind for n in pipeline.nodes] == ["source", "map", "sink"]
+    assert jobmod.CALLS == []  # the imported module's function was never called; a fresh copy was
