@@ -122,9 +122,11 @@ def _program(pipeline: pl.Pipeline, source: pl.Node, fused: dict[int, int]) -> S
     return SourceProgram(functions, assigner, bound)
 
 
-def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | None = None) -> BuiltJob:
+def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | None = None,
+          uniform: bool = False) -> BuiltJob:
     """The job graph of ``pipeline``: operators without a parallelism of their own (nor the
-    environment's) run at ``parallelism``; ``overrides`` set some by name (rescaled jobs)."""
+    environment's) run at ``parallelism`` (``uniform``: every operator but the sources, as after
+    a rescale); ``overrides`` set some by name."""
     from streamproof.flink.window_operator import window_operator
 
     overrides = overrides or {}
@@ -170,7 +172,7 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
             convert = jf.typed(node.source.type_info) or (lambda value: value)
             collections[name] = [convert(r) for r in node.source.records] if node.source.kind == "collection" else None
             continue
-        own = node.parallelism or pipeline.parallelism
+        own = None if uniform else node.parallelism or pipeline.parallelism
         p = overrides.get(name, own or parallelism)
         if own:
             fixed.add(name)

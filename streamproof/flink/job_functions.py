@@ -67,11 +67,14 @@ def typed(type_info: Any) -> Callable[[Any], Any] | None:
         inner = [typed(t) for t in type_info.get_field_types()]
 
         def to_row(value: Any) -> Any:
-            if isinstance(value, Row) or not isinstance(value, (tuple, list)):
+            """As PyFlink's RowCoder decodes it: a Row with the type's field names and row kind."""
+            if not isinstance(value, (tuple, list, Row)):
                 return value
             fields = [f(v) if f else v for f, v in zip(inner, value)]
             row = Row(*fields)
-            row.set_field_names(names) if hasattr(row, "set_field_names") else setattr(row, "_fields", names)
+            row.set_field_names(names)
+            if isinstance(value, Row):
+                row.set_row_kind(value.get_row_kind())
             return row
         return to_row
     if isinstance(type_info, TupleTypeInfo):
