@@ -503,9 +503,14 @@ def coverage(run: JobRun, built: BuiltJob, reached: dict) -> None:
         for op in task.operators:
             if op.name not in built.keyed:
                 continue
-            if op.watermark_processor.event_timers_fired_before_end:
-                cases.add((op.name, "window fired before end of input" if op.name in built.windows else
-                           "timer fired before end of input"))
+            if op.watermark_processor.event_timers_fired:
+                cases.add((op.name, TIMERS_USED))
+            if op.name in built.windows:
+                end = op.input_ended_at if op.input_ended_at is not None else len(op.log)
+                if any(entry[0] == "record" for entry in op.log[:end]):
+                    cases.add((op.name, "window fired before end of input"))
+            elif op.watermark_processor.event_timers_fired_before_end:
+                cases.add((op.name, "timer fired before end of input"))
             if op.split_due_key_records:
                 cases.add((op.name, "record of a due key inside a split firing"))
             elif op.split_records:
@@ -522,6 +527,7 @@ def coverage(run: JobRun, built: BuiltJob, reached: dict) -> None:
 
 
 STATE_CHECKPOINTED = "checkpoint holding its state"
+TIMERS_USED = "event-time timer fired"
 
 
 def _holds_state(snapshot: Any) -> bool:
@@ -533,15 +539,25 @@ def _holds_state(snapshot: Any) -> bool:
     return bool(timers) and any(True for _ in decode_snapshot(timers).entries())
 
 
-def needed(name: str, built: BuiltJob, timers_used: bool, reached: Counter) -> list[str]:
+def needed(reached: Counter) -> list[str]:
     """What an operator's runs must reach before the job's certificate says something about it:
-    its state restored (when a checkpoint ever held some), a timer or window fired mid-stream."""
-    cases = ["state restored after a checkpoint"] if reached[STATE_CHECKPOINTED] else []
-    if name in built.windows:
-        cases.append("window fired before end of input")
-    elif timers_used:
-        cases.append("timer fired before end of input")
-    return cases
+    its state restored, when a checkpoint ever held some. (A timer or window firing mid-stream is
+    reached by the plan's emission after every record whenever the job's own input can reach it;
+    when it cannot, the certificate says so: :func:`unreachable`.)"""
+    return ["state restored after a checkpoint"] if reached[STATE_CHECKPOINTED] else []
+
+
+def unreachable(name: str, built: BuiltJob, reached: Counter) -> list[str]:
+    """What the job's own input never reaches for a keyed operator, whatever the emission points."""
+    notes = []
+    if name in built.windows and not reached["window fired before end of input"]:
+        notes.append("no window fires before end of input (every watermark emission point tried): restores and "
+                     "splits are only tested on windows that fire at the end")
+    elif reached[TIMERS_USED] and not reached["timer fired before end of input"]:
+        notes.append("no timer fires before end of input (every watermark emission point tried)")
+    if not reached[STATE_CHECKPOINTED]:
+        notes.append("no checkpoint ever held its state")
+    return notes
 
 
 # -- the plan -----------------------------------------------------------------------------------------
@@ -615,6 +631,7 @@ class JobCertificate:
     seconds: float
     counterexamples: dict = field(default_factory=dict)
     not_exercised: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)  # operator -> what the job's own input never reaches
 
     @property
     def holds(self) -> bool:
@@ -631,7 +648,7 @@ class JobCertificate:
     def to_json(self) -> dict:
         return {"job": self.target, "status": self.status, "certified": self.holds, "pipeline": self.pipeline,
                 "results": self.results, "coverage": {k: dict(v) for k, v in self.coverage.items()},
-                "findings": self.findings, "scenarios": self.scenarios, "seconds": round(self.seconds, 2),
+                "findings": self.findings, "notes": self.notes, "scenarios": self.scenarios, "seconds": round(self.seconds, 2),
                 "counterexamples": {k: v.to_json() for k, v in self.counterexamples.items()}}
 
 
@@ -666,7 +683,6 @@ def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
     reached: dict = {}
     findings: Counter = Counter()
     counterexamples: dict = {}
-    timers_used = False
     count = 0
     for what, scenario in plan(subject, examples, seed):
         count += 1
@@ -680,8 +696,6 @@ def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
             run = simulate(subject, scenario, faults=(), eager=True, mail_rate=EVERY_CHANCE, checkpoints=False)
             if not isinstance(run, str):
                 coverage(run, built, reached)
-                timers_used |= any(op.watermark_processor.event_timers_fired for t in run.job.all_tasks
-                                   for op in t.operators if hasattr(op, "watermark_processor"))
             continue
         faulty = simulate(subject, scenario)
         if not isinstance(faulty, str):
@@ -692,18 +706,20 @@ def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
             _record(results, counterexamples, findings, "job.same-output", scenario,
                     same_output(subject, scenario, faulty))
     built = subject.built(1)
-    not_exercised = {}
+    not_exercised, notes = {}, {}
     for name in built.keyed:
         mine = reached.get(name, Counter())
-        missing = [c for c in needed(name, built, timers_used, mine) if not mine[c]]
+        missing = [c for c in needed(mine) if not mine[c]]
         if missing:
             not_exercised[name] = missing
+        if unreachable(name, built, mine):
+            notes[name] = unreachable(name, built, mine)
     if not_exercised and results["job.same-output"]["verdict"] == "held":
         results["job.same-output"]["verdict"] = "not exercised"
         results["job.same-output"]["message"] = "; ".join(f"{n}: never {', '.join(m)}" for n, m in not_exercised.items())
     return JobCertificate(subject.target, describe_pipeline(subject), results, reached,
                           [{"finding": f, "scenarios": n} for f, n in findings.items()], count,
-                          time.monotonic() - start, counterexamples, not_exercised)
+                          time.monotonic() - start, counterexamples, not_exercised, notes)
 
 
 def _record(results: dict, counterexamples: dict, findings: Counter, prop: str, scenario: JobScenario,

@@ -67,6 +67,9 @@ def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, docu
             lines.append(f"| {name} | {case} | {n} |")
     for name, missing in certificate.not_exercised.items():
         lines.append(f"| {name} | never reached: {', '.join(missing)} | 0 |")
+    if certificate.notes:
+        lines += ["", "## What the job's own input never reaches", ""]
+        lines += [f"- {name}: {note}" for name, notes in certificate.notes.items() for note in notes]
     if certificate.findings:
         lines += ["", "## Findings (not refusals)", ""]
         lines += [f"- {f['finding']} ({f['scenarios']} scenarios)" for f in certificate.findings]

@@ -6,7 +6,7 @@ keyed process functions)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from streamproof.flink.datastream._base import (
     AggregateFunction, Function, FunctionWrapper, ReduceFunction, ReduceFunctionWrapper,
@@ -221,7 +221,10 @@ class KeyedBroadcastProcessFunction(Function):
 
 
 # -- window functions (run by streamproof.flink.window_operator) ----------------------------------
-class WindowFunction(Function):
+IN, OUT, KEY, W, W2 = TypeVar("IN"), TypeVar("OUT"), TypeVar("KEY"), TypeVar("W"), TypeVar("W2")
+
+
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluated per key and window: ``apply(key, window, inputs)`` returns (or yields) the outputs."""
 
     @abstractmethod
@@ -229,7 +232,7 @@ class WindowFunction(Function):
         pass
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluated per window of a non-keyed stream: ``apply(window, inputs)``."""
 
     @abstractmethod
@@ -237,11 +240,11 @@ class AllWindowFunction(Function):
         pass
 
 
-class ProcessWindowFunction(Function):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluated per key and window with a context: ``process(key, context, elements)`` returns (or
     yields) the outputs; ``clear(context)`` when the window expires."""
 
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         """The window being evaluated, the time, and per-window / per-key state."""
 
         @abstractmethod
@@ -272,10 +275,10 @@ class ProcessWindowFunction(Function):
         pass
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluated per window of a non-keyed stream with a context: ``process(context, elements)``."""
 
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
         def window(self):
             pass

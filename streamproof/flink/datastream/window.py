@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, Collection, Iterable
+from typing import Any, Collection, Generic, Iterable, TypeVar
 
 from streamproof.flink.common.time import Duration, Time
 from streamproof.flink.common.typeinfo import Types
@@ -30,6 +30,7 @@ __all__ = [
     "PurgingTrigger", "CountTrigger", "SessionWindowTimeGapExtractor", "Time", "Duration",
 ]
 
+T, W, W2 = TypeVar("T"), TypeVar("W"), TypeVar("W2")
 MAX_LONG_VALUE = 0x7FFFFFFFFFFFFFFF
 MIN_LONG_VALUE = -MAX_LONG_VALUE - 1
 _NO_TIMESTAMP = ("Record has Java Long.MIN_VALUE timestamp (= no timestamp marker). Is the time characteristic "
@@ -195,7 +196,7 @@ class TriggerResult(Enum):
         return self.value[1]
 
 
-class Trigger(ABC):
+class Trigger(ABC, Generic[T, W]):
     """Decides when a pane (the elements of one key and window) is evaluated. Triggers keep no
     state of their own: ``ctx.get_partitioned_state`` gives state scoped to the key and window."""
 
@@ -524,7 +525,7 @@ class NeverTrigger(Trigger):
 
 
 # -- assigners ---------------------------------------------------------------------------------
-class WindowAssigner(ABC):
+class WindowAssigner(ABC, Generic[T, W]):
     """Assigns an element to zero or more windows. ``spec()``: the captured job's assigner tuple."""
 
     class WindowAssignerContext(ABC):
@@ -555,10 +556,10 @@ class WindowAssigner(ABC):
         raise CaptureError(f"{type(self).__name__}: this window assigner is not modelled by streamproof")
 
 
-class MergingWindowAssigner(WindowAssigner):
+class MergingWindowAssigner(WindowAssigner[T, W]):
     """An assigner whose windows can merge (sessions)."""
 
-    class MergeCallback(ABC):
+    class MergeCallback(ABC, Generic[W2]):
         @abstractmethod
         def merge(self, to_be_merged: Iterable, merge_result) -> None:
             pass
