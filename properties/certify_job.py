@@ -67,12 +67,13 @@ class JobScenario:
     unaligned: bool = False
     drop: tuple = ()  # (source subtask, record index) left out: the scenario without its late records
     uniform: bool = False  # every operator at ``parallelism``, also those the job fixes (a rescaled job)
+    eager: bool = False    # sources run ahead (records queued while timers fire): a split at every chance
 
     def to_json(self) -> dict:
         return {"format": SCENARIO_FORMAT, "points": [list(p) for p in self.points], "parallelism": self.parallelism,
                 "faults": [dataclasses.asdict(f) for f in self.faults], "checkpoint_interval": self.checkpoint_interval,
                 "seed": self.seed, "mail_rate": self.mail_rate, "unaligned": self.unaligned,
-                "drop": [list(d) for d in self.drop], "uniform": self.uniform}
+                "drop": [list(d) for d in self.drop], "uniform": self.uniform, "eager": self.eager}
 
     @classmethod
     def from_json(cls, document: Any) -> "JobScenario":
@@ -83,7 +84,7 @@ class JobScenario:
                        tuple(Fault(**f) for f in document["faults"]), int(document["checkpoint_interval"]),
                        int(document["seed"]), float(document["mail_rate"]), bool(document["unaligned"]),
                        tuple(tuple(int(i) for i in d) for d in document.get("drop", ())),
-                       bool(document.get("uniform", False)))
+                       bool(document.get("uniform", False)), bool(document.get("eager", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise JobCertifyError(f"malformed job scenario: {type(e).__name__}: {e}") from None
 
@@ -248,6 +249,7 @@ class Outcome:
 
     message: str | None = None
     finding: str | None = None
+    split: tuple | None = None  # (mail rate, eager): the split run that differed (job.interruptible-timers)
 
 
 def by_sink(run: JobRun) -> dict:
@@ -429,7 +431,7 @@ def interruptible_timers(subject: JobSubject, scenario: JobScenario) -> Outcome:
         reduced = without_late(scenario, [whole, split])
         if reduced is not None and interruptible_timers(subject, reduced).message is None:
             return Outcome(message, finding=FINDING_LATE)
-        return Outcome(message)
+        return Outcome(message, split=(rate, eager))
     return Outcome()
 
 
@@ -751,22 +753,45 @@ def _record(results: dict, counterexamples: dict, findings: Counter, prop: str, 
     if result["verdict"] != "failed":
         result["verdict"] = "failed"
         result["message"] = outcome.message
+        if outcome.split is not None:
+            scenario = dataclasses.replace(scenario, mail_rate=outcome.split[0], eager=outcome.split[1])
         counterexamples[prop] = scenario
 
 
-def replay_job(subject: JobSubject, path: str) -> dict[str, Outcome]:
-    """The properties on one scenario file."""
-    _with_graph_flags(subject)
+def load_scenario(path: str) -> tuple[JobScenario, str | None, str | None]:
+    """A job scenario file: the scenario, the job it was written for and the property it is a
+    counterexample of (None when not recorded)."""
     try:
         with open(path, encoding="utf-8") as f:
             document = json.load(f)
     except (OSError, ValueError) as e:
         raise JobCertifyError(f"{path}: cannot read a job scenario: {e}") from None
     scenario = JobScenario.from_json(document)
-    faulty = simulate(subject, scenario)
+    job, prop = document.get("job"), document.get("property")
+    return scenario, job if isinstance(job, str) else None, prop if isinstance(prop, str) else None
+
+
+def is_job_scenario(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and document.get("format") == SCENARIO_FORMAT
+
+
+def replay_outcomes(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str) -> dict[str, Outcome]:
+    """The properties on one scenario whose faulty run is ``faulty``."""
+    _with_graph_flags(subject)
     out = {"job.same-output": same_output(subject, scenario, faulty),
            "job.interruptible-timers": interruptible_timers(subject, dataclasses.replace(scenario, faults=()))}
     if not isinstance(faulty, str):
         out["job.watermarks"] = watermarks(faulty)
         out["job.end-of-input"] = end_of_input(faulty)
     return out
+
+
+def replay_job(subject: JobSubject, path: str) -> dict[str, Outcome]:
+    """The properties on one scenario file."""
+    scenario, _, _ = load_scenario(path)
+    return replay_outcomes(subject, scenario, simulate(subject, scenario))

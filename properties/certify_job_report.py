@@ -34,7 +34,9 @@ def write(subject: JobSubject, certificate: JobCertificate, out: Path, command: 
     files = {}
     for prop, scenario in certificate.counterexamples.items():
         path = out / f"{prop}.json"
-        write_atomically(path, json.dumps(scenario.to_json(), indent=1) + "\n")
+        document = {**scenario.to_json(), "job": str(Path(subject.pipeline.file or subject.target)), "property": prop,
+                    "message": certificate.results[prop]["message"]}
+        write_atomically(path, json.dumps(document, indent=1, default=str) + "\n")
         files[prop] = str(path)
     document = certificate.to_json()
     document.update({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -78,6 +80,6 @@ def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, docu
         for prop, path in files.items():
             lines.append(f"- `{prop}`: `{path}`: replay with "
                          f"`streamproof certify {shlex.quote(subject.target)} --replay {shlex.quote(path)}`, "
-                         f"draw with `streamproof explain {shlex.quote(path)} --job {shlex.quote(subject.target)}`")
+                         f"draw with `streamproof explain {shlex.quote(path)}`")
     lines += ["", f"{certificate.scenarios} scenarios in {certificate.seconds:.1f} s.", ""]
     return "\n".join(lines)

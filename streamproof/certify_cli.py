@@ -25,8 +25,9 @@ def _args(text: str | None):
 
 @click.command()
 @click.argument("operator", metavar="JOB.py|MODULE|MODULE:CLASS")
-@click.option("--examples", type=click.IntRange(1), default=None, metavar="N",
-              help="job scenarios per property [default: the profile's]")
+@click.option("--examples", type=click.IntRange(0), default=None, metavar="N",
+              help="scenarios per property (one operator, at least 1), or random scenarios after a job's plan "
+                   "(0: the plan only) [default: the profile's; 50 for a job]")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed")
 @click.option("--out", default="streamproof-certificate", show_default=True, metavar="DIR",
               help="where certificate.json, .md, .html and the counterexamples go")
@@ -72,6 +73,8 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
                              "and timestamps")
         certify_job_command(operator, examples, seed, out, replay_file)
         return
+    if examples == 0:
+        raise InputError("--examples 0: one operator needs at least one example (0 is for a job: its plan only)")
     args = _args(args_json)
     try:
         if replay_file is None:
@@ -144,9 +147,10 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
         click.echo(f"{target}: {len(pipeline)} operators")
         for line in pipeline:
             click.echo(f"  {line}")
-        certificate = cj.certify_job(subject, examples or cj.DEFAULT_EXAMPLES, seed)
+        examples = cj.DEFAULT_EXAMPLES if examples is None else examples
+        certificate = cj.certify_job(subject, examples, seed)
         command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
-        md = report.write(subject, certificate, Path(out), command, examples or cj.DEFAULT_EXAMPLES, seed)
+        md = report.write(subject, certificate, Path(out), command, examples, seed)
     except cj.JobCertifyError as e:
         raise InputError(e) from None
     except OSError as e:

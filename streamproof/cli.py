@@ -388,21 +388,29 @@ def _print_replay(file: str, result: ReplayResult) -> None:
               help="width of the text timeline [default: the terminal's, else 120]")
 @click.option("--inject", metavar="VARIANT", default=None,
               help="apply this bug-zoo variant while replaying (as replay --inject)")
-def explain_command(file: str, html_out: Path | None, width: int | None, inject: str | None) -> None:
+@click.option("--job", "job", default=None, metavar="JOB.py",
+              help="a counterexample of 'streamproof certify JOB.py': the job [default: the one the file names]")
+def explain_command(file: str, html_out: Path | None, width: int | None, inject: str | None,
+                    job: str | None) -> None:
     """Replay a scenario file and draw its run as a timeline, one lane per subtask (plus the job
-    manager), with the row where the property broke marked and the family's reference."""
+    manager), with the row where the property broke marked and the family's reference. A
+    counterexample of 'streamproof certify JOB.py' is drawn with the job's operators as lanes."""
     import shutil
 
     from streamproof.explain import explain, render_html, render_text
+    from streamproof.properties import certify_job as cj
 
     patch = _injected_patch(inject)
-    _refuse_certify_counterexample(file)
-    scenario = load_scenario_file(file)  # ScenarioError: exit 2
-    try:
-        with patch():
-            timeline = explain(scenario, file)
-    except (NothingToCheck, registry.UnknownProperty) as e:
-        raise InputError(f"{file}: {e.args[0]}") from None
+    if cj.is_job_scenario(file):
+        timeline = _job_timeline(file, job)
+    else:
+        _refuse_certify_counterexample(file)
+        scenario = load_scenario_file(file)  # ScenarioError: exit 2
+        try:
+            with patch():
+                timeline = explain(scenario, file)
+        except (NothingToCheck, registry.UnknownProperty) as e:
+            raise InputError(f"{file}: {e.args[0]}") from None
     width = width or shutil.get_terminal_size((120, 24)).columns
     click.echo(render_text(timeline, width), nl=False)
     if html_out is not None:
@@ -412,6 +420,21 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
             raise InputError(f"cannot write {html_out}: {err.strerror or err}") from None
         click.echo(f"html: {html_out}")
     click.get_current_context().exit(EXIT_HELD if timeline.holds else EXIT_FAILED)
+
+
+def _job_timeline(file: str, job: str | None):
+    """The timeline of a job certification counterexample (its job from --job or the file)."""
+    from streamproof.properties import certify_job as cj
+    from streamproof.properties.certify_job_explain import job_timeline
+
+    try:
+        scenario, named, prop = cj.load_scenario(file)
+        target = job or named
+        if target is None:
+            raise InputError(f"{file}: a job counterexample that names no job: give --job JOB.py")
+        return job_timeline(cj.load_job(target), scenario, file, prop)
+    except cj.JobCertifyError as e:
+        raise InputError(f"{file}: {e}") from None
 
 
 # ----------------------------------------------------------------------------------- bugzoo

@@ -167,3 +167,28 @@ def test_a_job_function_is_captured_without_being_called_for_real(tmp_path):
         sys.modules.pop("jobmod", None)
     assert [n.kind for n in pipeline.nodes] == ["source", "map", "sink"]
     assert jobmod.CALLS == []  # the imported module's function was never called; a fresh copy was
+
+
+def test_explain_draws_a_job_counterexample_with_the_jobs_operators_as_lanes(tmp_path):
+    certify = _cli("certify", str(JOBS / "timer_sum_unsafe.py"), "--examples", "0", "--out", str(tmp_path / "c"),
+                   cwd=tmp_path)
+    assert certify.returncode == 1, certify.stderr
+    result = _cli("explain", str(tmp_path / "c" / "job.interruptible-timers.json"), "--width", "140", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    out = result.stdout
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
+    assert "process[0]" in header and "Sink: print[0]" in header and "/tag" not in header
+    lines = out.splitlines()
+    marked = next(i for i, line in enumerate(lines) if line.startswith(">>"))
+    assert "fire(event) ('c', 12, 101)" in lines[marked]
+    before = "\n".join(lines[:marked])
+    assert "fire(event) ('b', 11, 1)" in before and "in 'c': (31, 'c', 100)" in before  # the record between parts
+    assert "timer firings split at every chance" in out and "the watermark generator emits" in out
+
+
+def test_explain_draws_the_restore_of_a_same_output_counterexample(tmp_path):
+    _cli("certify", str(JOBS / "attribute_counter.py"), "--examples", "0", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    out = _cli("explain", str(tmp_path / "c" / "job.same-output.json"), cwd=tmp_path).stdout
+    assert "FAILOVER" in out and "fault: failure at step" in out
+    marked = next(line for line in out.splitlines() if line.startswith(">>"))
+    assert "out ('a', 1)" in marked
