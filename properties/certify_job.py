@@ -128,11 +128,15 @@ class JobSubject:
                    for op in built.graph.operators if op.kind not in ("sink",))
 
 
-def load_job(target: str) -> JobSubject:
-    from streamproof.flink.capture import capture
+def load_job(target: Any) -> JobSubject:
+    """The job ``target``: a job file, a job module, or a module-level function of a job module
+    that builds the pipeline (its module is re-run with PyFlink bound to streamproof; the function
+    as given is never called). Bad input is a :class:`JobCertifyError` (one line)."""
+    from streamproof.flink.capture import capture, capture_callable
 
     try:
-        pipeline = capture(target)
+        pipeline = capture_callable(target) if callable(target) else capture(target)
+        target = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
     except pl.CaptureError as e:
         raise JobCertifyError(str(e)) from None
     if pipeline.runtime_mode == "BATCH":
@@ -688,6 +692,18 @@ def describe_pipeline(subject: JobSubject) -> list[str]:
             line += f" <- {edges}"
         lines.append(line)
     return lines
+
+
+def certify(target: Any, examples: int = 50, seed: int = 0, out: str | None = None) -> JobCertificate:
+    """Certifies the job ``target`` (see :func:`load_job`); with ``out``, writes the certificate."""
+    from pathlib import Path
+
+    subject = target if isinstance(target, JobSubject) else load_job(target)
+    certificate = certify_job(subject, examples, seed)
+    if out is not None:
+        from streamproof.properties.certify_job_report import write
+        write(subject, certificate, Path(out), examples=examples, seed=seed)
+    return certificate
 
 
 def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,

@@ -66,6 +66,10 @@ _PUBLIC = {
     "TraceComparison": ("streamproof.properties.tracecompare", "TraceComparison"),
     # certifying a user's operator (docs/certify.md)
     "certify": (_CERTIFY, "certify"),
+    # certifying a job as written (docs/certify.md, "Certifying a job")
+    "certify_job": ("streamproof.properties.certify_job", "certify"),
+    "JobCertificate": ("streamproof.properties.certify_job", "JobCertificate"),
+    "JobCertifyError": ("streamproof.properties.certify_job", "JobCertifyError"),
     "Certificate": (_CERTIFY, "Certificate"),
     "CertifyError": (_CERTIFY, "CertifyError"),
 }
@@ -76,6 +80,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is impor
     from streamproof.properties.bugzoo import BugVariant, all_variants, get_variant, hunt
     from streamproof.properties.bugzoo import variant as bug_variant
     from streamproof.properties.certify import Certificate, CertifyError, certify
+    from streamproof.properties.certify_job import JobCertificate, JobCertifyError
+    from streamproof.properties.certify_job import certify as certify_job
     from streamproof.properties.explore import Exploration, explore
     from streamproof.properties.families import FamilyPackageError, register_family_package
     from streamproof.properties.registry import Property, all_properties

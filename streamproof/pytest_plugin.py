@@ -66,12 +66,22 @@ def streamproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 @pytest.fixture
 def streamproof_certify(tmp_path) -> Callable[..., Any]:
     """``certify("module:Class", examples=100, seed=0, *, args=None, records=None, key=None,
-    timestamp=None, span=None) -> Certificate`` (docs/certify.md): counterexamples go to the
-    test's ``tmp_path``; the test asserts ``certificate.holds``."""
+    timestamp=None, span=None) -> Certificate`` for one operator, or ``certify("path/job.py" |
+    "package.job" | build_function, examples=50, seed=0) -> JobCertificate`` for a job as written
+    (docs/certify.md): counterexamples go to the test's ``tmp_path``; the test asserts
+    ``certificate.holds``."""
 
-    def run(operator: str, examples: int = 100, seed: int = 0, **given: Any) -> Any:
+    def run(operator: Any, examples: int | None = None, seed: int = 0, **given: Any) -> Any:
+        from streamproof.certify_cli import is_job
+        from streamproof.properties import certify_job
+
+        if callable(operator) or is_job(operator):
+            if given:
+                raise TypeError(f"{sorted(given)[0]}= is for one operator; a job brings its own input")
+            return certify_job.certify(operator, 50 if examples is None else examples, seed,
+                                       str(tmp_path / "certificate"))
         from streamproof.properties.certify import certify, load
 
-        return certify(load(operator, **given), examples, seed, tmp_path / "certificate")
+        return certify(load(operator, **given), 100 if examples is None else examples, seed, tmp_path / "certificate")
 
     return run

@@ -192,3 +192,33 @@ def test_explain_draws_the_restore_of_a_same_output_counterexample(tmp_path):
     assert "FAILOVER" in out and "fault: failure at step" in out
     marked = next(line for line in out.splitlines() if line.startswith(">>"))
     assert "out ('a', 1)" in marked
+
+
+def test_the_fixture_certifies_a_job_file_and_a_build_function(streamproof_certify, tmp_path):
+    certificate = streamproof_certify(str(JOBS / "timer_sum_safe.py"), examples=0)
+    assert certificate.holds and certificate.status == "certified"
+    (tmp_path / "myjob.py").write_text(textwrap.dedent("""
+        from pyflink.datastream import StreamExecutionEnvironment
+        def build():
+            env = StreamExecutionEnvironment.get_execution_environment()
+            env.from_collection(['a', 'b', 'a']).key_by(lambda w: w).map(lambda w: (w, 1)).print()
+            env.execute()
+        """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import myjob
+        certificate = streamproof_certify(myjob.build, examples=0)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("myjob", None)
+    assert certificate.holds, certificate.results
+    assert (tmp_path / "certificate" / "certificate.json").exists()
+
+
+def test_the_public_api_certifies_a_job():
+    import streamproof
+
+    certificate = streamproof.certify_job(str(JOBS / "attribute_counter.py"), examples=0)
+    assert isinstance(certificate, streamproof.JobCertificate) and not certificate.holds
+    with pytest.raises(streamproof.JobCertifyError):
+        streamproof.certify_job(str(JOBS / "no_such_job.py"))
