@@ -651,6 +651,7 @@ class JobCertificate:
     counterexamples: dict = field(default_factory=dict)
     not_exercised: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)  # operator -> what the job's own input never reaches
+    operators: dict = field(default_factory=dict)  # keyed operator -> kind, line, interruptible timers verdict
 
     @property
     def holds(self) -> bool:
@@ -667,7 +668,8 @@ class JobCertificate:
     def to_json(self) -> dict:
         return {"job": self.target, "status": self.status, "certified": self.holds, "pipeline": self.pipeline,
                 "results": self.results, "coverage": {k: dict(v) for k, v in self.coverage.items()},
-                "findings": self.findings, "notes": self.notes, "scenarios": self.scenarios, "seconds": round(self.seconds, 2),
+                "operators": self.operators, "findings": self.findings, "notes": self.notes,
+                "scenarios": self.scenarios, "seconds": round(self.seconds, 2),
                 "counterexamples": {k: v.to_json() for k, v in self.counterexamples.items()}}
 
 
@@ -752,9 +754,40 @@ def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
     if not_exercised and results["job.same-output"]["verdict"] == "held":
         results["job.same-output"]["verdict"] = "not exercised"
         results["job.same-output"]["message"] = "; ".join(f"{n}: never {', '.join(m)}" for n, m in not_exercised.items())
-    return JobCertificate(subject.target, describe_pipeline(subject), results, reached,
-                          [{"finding": f, "scenarios": n} for f, n in findings.items()], count,
-                          time.monotonic() - start, counterexamples, not_exercised, notes)
+    certificate = JobCertificate(subject.target, describe_pipeline(subject), results, reached,
+                                 [{"finding": f, "scenarios": n} for f, n in findings.items()], count,
+                                 time.monotonic() - start, counterexamples, not_exercised, notes)
+    certificate.operators = operator_verdicts(subject, certificate)
+    certificate.seconds = time.monotonic() - start
+    return certificate
+
+
+def operator_verdicts(subject: JobSubject, certificate: "JobCertificate") -> dict:
+    """Per keyed operator: what it is, where the job built it, and whether it may opt in to
+    interruptible timers (FLIP-443): ``safe``, ``unsafe`` (its own split firings change the output
+    of the job's input in the split plans), or ``not applicable`` (it fires no event-time timer)."""
+    built = subject.built(1)
+    failed = certificate.results["job.interruptible-timers"]["verdict"] == "failed"
+    counterexample = certificate.counterexamples.get("job.interruptible-timers")
+    out = {}
+    for name in built.keyed:
+        reached = certificate.coverage.get(name, Counter())
+        node = built.labels[name]
+        verdict = "safe"
+        if not reached[TIMERS_USED]:
+            verdict = NOT_APPLICABLE
+        elif failed and counterexample is not None:
+            verdict = "unsafe" if _splitting_changes(subject, counterexample, name) else "safe"
+        out[name] = {"kind": "window" if name in built.windows else f"keyed {node.kind}", "line": node.line,
+                     "interruptible timers": verdict}
+    return out
+
+
+def _splitting_changes(subject: JobSubject, scenario: JobScenario, name: str) -> bool:
+    whole = simulate(subject, scenario, False, faults=(), eager=scenario.eager, checkpoints=False)
+    alone = simulate(subject, scenario, {name}, mail_rate=scenario.mail_rate, faults=(), eager=scenario.eager,
+                     checkpoints=False)
+    return not isinstance(whole, str) and not isinstance(alone, str) and whole.committed != alone.committed
 
 
 def _record(results: dict, counterexamples: dict, findings: Counter, prop: str, scenario: JobScenario,

@@ -63,6 +63,11 @@ def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, docu
     for prop, result in certificate.results.items():
         message = result["message"].replace("|", "\\|")
         lines.append(f"| `{prop}` | {result['verdict']} | {result['scenarios']} | {message} |")
+    if certificate.operators:
+        lines += ["", "## Keyed operators", "", "| operator | what | built at | interruptible timers (FLIP-443) |",
+                  "|---|---|---|---|"]
+        for name, o in certificate.operators.items():
+            lines.append(f"| {name} | {o['kind']} | {o['line']} | {o['interruptible timers']} |")
     lines += ["", "## Coverage per operator", "", "| operator | case | scenarios |", "|---|---|---|"]
     for name, cases in certificate.coverage.items():
         for case, n in sorted(cases.items()):

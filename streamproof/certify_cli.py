@@ -160,6 +160,8 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
         if result["message"]:
             line += f"  {result['message']}"
         click.echo(line)
+    for name, o in certificate.operators.items():
+        click.echo(f"  {name} ({o['kind']}, {o['line']}): interruptible timers {o['interruptible timers']}")
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
     click.echo(f"\n{target}: {certificate.status}; certificate: {md}")
