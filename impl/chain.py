@@ -184,6 +184,7 @@ class KeyedOperator(ChainedOperator):
         # FLIP-443 coverage: records processed between two parts of this operator's split firing,
         # and those of a key whose event-time timer was due and not fired yet
         self.split_records = self.split_due_key_records = 0
+        self.late_at: list[int] = []  # positions in the log where a record behind the watermark came in
 
     @property
     def interrupted(self) -> bool:
@@ -206,6 +207,8 @@ class KeyedOperator(ChainedOperator):
         if record.key is None:
             raise KeylessRecordError(f"operator {self.name} got a record without key (emitted outside any keyed context, e.g. "
                            f"in end_input() or finish() of an upstream keyed operator): {record.value!r}")
+        if record.timestamp <= self.watermark_processor.max_input_watermark:
+            self.late_at.append(len(self.log))  # what it registers may be behind the watermark already
         if self.interrupted:
             self.split_records += 1
             if self._due_timer_of(record.key):

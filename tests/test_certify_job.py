@@ -222,3 +222,20 @@ def test_the_public_api_certifies_a_job():
     assert isinstance(certificate, streamproof.JobCertificate) and not certificate.holds
     with pytest.raises(streamproof.JobCertifyError):
         streamproof.certify_job(str(JOBS / "no_such_job.py"))
+
+
+@pytest.mark.parametrize("bug, prop, job", [
+    ("watermark-emitted-when-interrupted", "job.watermarks", "timer_sum_safe.py"),
+    ("interrupt-checked-before-first-timer", "job.end-of-input", "timer_sum_safe.py"),
+    ("sink-commits-on-snapshot", "job.same-output", "window_sum.py"),
+])
+def test_each_job_property_bites_on_a_runtime_bug(bug, prop, job):
+    """A correct job on a runtime with a bug-zoo patch is not certified, by the property that
+    watches that part of the runtime."""
+    from streamproof.properties.bugzoo import get_variant
+
+    subject = cj.load_job(str(JOBS / job))
+    assert cj.certify_job(subject, 0, 0).holds
+    with get_variant(bug).patch():
+        certificate = cj.certify_job(subject, 0, 0)
+    assert certificate.results[prop]["verdict"] == "failed", certificate.results
