@@ -97,6 +97,7 @@ class JobSubject:
     target: str
     pipeline: pl.Pipeline
     _built: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)  # source name -> records (``--records NAME=...``)
 
     def built(self, parallelism: int, uniform: bool = False) -> BuiltJob:
         if (parallelism, uniform) not in self._built:
@@ -113,10 +114,14 @@ class JobSubject:
         out = []
         for op in built.graph.sources:
             records = built.collections[op.name]
+            if records is None and op.name in self.given:  # a connector: its records over its subtasks
+                records = self.given[op.name]
+                out += [records[i::op.parallelism] for i in range(op.parallelism)]
+                continue
             if records is None:
                 node = built.labels[op.name]
-                raise JobCertifyError(f"{node.line}: the source {op.name} ({node.source.description}) has no data in "
-                                      f"the job's file: give --records {op.name}=module:strategy")
+                raise JobCertifyError(f"{node.line}: the source {op.name!r} ({node.source.description}) has no data in "
+                                      f"the job's file: give --records '{op.name}=module:records'")
             out += [records] + [[] for _ in range(op.parallelism - 1)]
         return out
 
@@ -128,10 +133,38 @@ class JobSubject:
                    for op in built.graph.operators if op.kind not in ("sink",))
 
 
-def load_job(target: Any) -> JobSubject:
+def given_records(option: str) -> tuple[str, list]:
+    """``NAME=module:attr`` (``--records`` of a job): the records a connector source ``NAME``
+    reads: a list, a function returning one, or a Hypothesis strategy of a list (drawn once,
+    derandomized: the same records every run)."""
+    from streamproof.properties.certify_input import InputError, resolve
+
+    name, sep, ref = option.partition("=")
+    if not sep or not name or ":" not in ref:
+        raise JobCertifyError(f"--records {option}: a job takes SOURCE=module:records (the source's name)")
+    try:
+        value = resolve(ref, "--records")
+    except InputError as e:
+        raise JobCertifyError(str(e)) from None
+    if callable(value) and not hasattr(value, "example"):
+        value = value()
+    if hasattr(value, "example") and hasattr(value, "map"):  # a Hypothesis strategy
+        from hypothesis import HealthCheck, given, settings
+
+        drawn: list = []
+        settings(max_examples=1, database=None, derandomize=True, suppress_health_check=list(HealthCheck))(
+            given(value)(drawn.append))()
+        value = drawn[0]
+    if not isinstance(value, (list, tuple)):
+        raise JobCertifyError(f"--records {option}: not a list of records (got {type(value).__name__})")
+    return name, list(value)
+
+
+def load_job(target: Any, records: dict | None = None) -> JobSubject:
     """The job ``target``: a job file, a job module, or a module-level function of a job module
     that builds the pipeline (its module is re-run with PyFlink bound to streamproof; the function
-    as given is never called). Bad input is a :class:`JobCertifyError` (one line)."""
+    as given is never called); ``records``: source name -> the records of a connector source.
+    Bad input is a :class:`JobCertifyError` (one line)."""
     from streamproof.flink.capture import capture, capture_callable
 
     try:
@@ -143,8 +176,12 @@ def load_job(target: Any) -> JobSubject:
         raise JobCertifyError(f"{pipeline.file}: set_runtime_mode(BATCH) is not certified: a BATCH job has no "
                               "checkpoints, watermarks or interruptible timers (Flink re-runs it from its blocking "
                               "results); certify it in STREAMING mode")
-    subject = JobSubject(target, pipeline)
-    subject.built(1)
+    subject = JobSubject(target, pipeline, given=dict(records or {}))
+    built = subject.built(1)
+    unknown = [name for name in subject.given if name not in {op.name for op in built.graph.sources}]
+    if unknown:
+        raise JobCertifyError(f"--records {unknown[0]}=...: the job has no source named {unknown[0]!r} (its sources: "
+                              f"{', '.join(op.name for op in built.graph.sources)})")
     subject.source_records  # noqa: B018 - a source without data is bad input, said now
     preflight(subject)
     return subject

@@ -165,7 +165,9 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
         name = names[node.id]
         labels[name] = node
         if node.kind == pl.SOURCE:
-            p = node.parallelism or (1 if node.source.kind == "collection" else pipeline.parallelism or parallelism)
+            # a collection is non-parallel (PyFlink); a connector runs at the job's parallelism, else 1 (its
+            # subtasks, and so the scenarios' emission points, are the same in every scenario)
+            p = node.parallelism or (1 if node.source.kind == "collection" else pipeline.parallelism or 1)
             parallelism_of[node.id] = p
             operators.append(OperatorNode(name, "source", p))
             programs[name] = _program(pipeline, node, fused)

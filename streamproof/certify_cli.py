@@ -34,7 +34,8 @@ def _args(text: str | None):
 @click.option("--replay", "replay_file", default=None, metavar="FILE", help="check one counterexample file instead")
 @click.option("--records", default=None, metavar="MODULE:NAME",
               help="a Hypothesis strategy of one input record (or a function returning one) [default: the "
-                   "operator module's records()]")
+                   "operator module's records()]; for a job: SOURCE=MODULE:NAME, the records of a source whose "
+                   "data is not in the file (a list, a function returning one, or a strategy of a list)")
 @click.option("--stream", default=None, metavar="MODULE:NAME",
               help="instead of --records: a strategy of a whole input (a list of records, in order) "
                    "[default: the module's stream()]")
@@ -65,13 +66,13 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     from streamproof.properties.scenario import ScenarioError
 
     if is_job(operator):
-        given = {"--records": records, "--stream": stream, "--key": key, "--timestamp": timestamp,
+        given = {"--stream": stream, "--key": key, "--timestamp": timestamp,
                  "--args": args_json, "--span": span, "--layout": layout, "--late/--no-late": late}
         misplaced = [name for name, value in given.items() if value is not None]
         if misplaced:
             raise InputError(f"{misplaced[0]} is for one operator (module:Class); a job brings its own input, keys "
                              "and timestamps")
-        certify_job_command(operator, examples, seed, out, replay_file)
+        certify_job_command(operator, examples, seed, out, replay_file, records)
         return
     if examples == 0:
         raise InputError("--examples 0: one operator needs at least one example (0 is for a job: its plan only)")
@@ -120,7 +121,8 @@ def is_job(target: str) -> bool:
     return spec is not None and bool(spec.origin) and spec.origin.endswith(".py")
 
 
-def certify_job_command(target: str, examples: int | None, seed: int, out: str, replay_file: str | None) -> None:
+def certify_job_command(target: str, examples: int | None, seed: int, out: str, replay_file: str | None,
+                        records: str | None = None) -> None:
     """``streamproof certify job.py``: the job as written (docs/certify.md, "Certifying a job")."""
     import os
 
@@ -134,7 +136,8 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
     try:
         if replay_file is None:
             cert.check_out(out)
-        subject = cj.load_job(target)
+        given = dict([cj.given_records(records)]) if records else None
+        subject = cj.load_job(target, given)
         if replay_file is not None:
             outcomes = cj.replay_job(subject, replay_file)
             for prop, outcome in outcomes.items():

@@ -239,3 +239,23 @@ def test_each_job_property_bites_on_a_runtime_bug(bug, prop, job):
     with get_variant(bug).patch():
         certificate = cj.certify_job(subject, 0, 0)
     assert certificate.results[prop]["verdict"] == "failed", certificate.results
+
+
+def test_a_connector_source_reads_the_records_given_for_it(tmp_path):
+    (tmp_path / "kafka_job.py").write_text(textwrap.dedent("""
+        from pyflink.common import WatermarkStrategy
+        from pyflink.datastream import StreamExecutionEnvironment
+        from pyflink.datastream.connectors.kafka import KafkaSource
+        env = StreamExecutionEnvironment.get_execution_environment()
+        source = KafkaSource.builder().set_topics("words").build()
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka") \\
+            .key_by(lambda w: w).map(lambda w: (w, 1)).print()
+        env.execute()
+        """))
+    (tmp_path / "data.py").write_text("WORDS = ['a', 'b', 'a', 'c']\n")
+    result = _cli("certify", "kafka_job.py", "--records", "kafka=data:WORDS", "--examples", "0", "--out", "c",
+                  cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "certified" in result.stdout
+    wrong = _cli("certify", "kafka_job.py", "--records", "kafk=data:WORDS", cwd=tmp_path)
+    assert wrong.returncode == 2 and "the job has no source named 'kafk'" in wrong.stderr
