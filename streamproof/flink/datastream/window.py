@@ -383,54 +383,20 @@ class ProcessingTimeTrigger(Trigger):
 
 
 class ContinuousProcessingTimeTrigger(Trigger):
-    """Fires every ``interval`` of processing time (refused by the operator: not modelled)."""
+    """Fires every ``interval`` of processing time. Constructible as PyFlink's; refused when the
+    window operator is built (processing-time triggers are not modelled), so it never runs."""
 
     def __init__(self, interval: int):
         self.interval = interval
-        self.state_desc = ReducingStateDescriptor("fire-time", Min(), Types.LONG())
 
     @staticmethod
     def of(interval) -> "ContinuousProcessingTimeTrigger":
         return ContinuousProcessingTimeTrigger(_millis(interval))
 
     def on_element(self, element, timestamp, window, ctx):
-        fire_timestamp_state = ctx.get_partitioned_state(self.state_desc)
-        now = ctx.get_current_processing_time()
-        if fire_timestamp_state.get() is None:
-            self.register_next_fire_timestamp(now - (now % self.interval), window, ctx, fire_timestamp_state)
-        return TriggerResult.CONTINUE
+        raise NotImplementedError("processing-time triggers are not modelled")
 
-    def on_processing_time(self, time, window, ctx):
-        fire_timestamp_state = ctx.get_partitioned_state(self.state_desc)
-        if fire_timestamp_state.get() == time:
-            fire_timestamp_state.clear()
-            self.register_next_fire_timestamp(time, window, ctx, fire_timestamp_state)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
-
-    def on_event_time(self, time, window, ctx):
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window, ctx):
-        ctx.merge_partitioned_state(self.state_desc)
-        next_fire_timestamp = ctx.get_partitioned_state(self.state_desc).get()
-        if next_fire_timestamp is not None:
-            ctx.register_processing_time_timer(next_fire_timestamp)
-
-    def clear(self, window, ctx):
-        fire_timestamp_state = ctx.get_partitioned_state(self.state_desc)
-        timestamp = fire_timestamp_state.get()
-        if timestamp is not None:
-            ctx.delete_processing_time_timer(timestamp)
-            fire_timestamp_state.clear()
-
-    def register_next_fire_timestamp(self, time, window, ctx, fire_timestamp_state):
-        next_fire_timestamp = min(time + self.interval, window.max_timestamp())
-        fire_timestamp_state.add(next_fire_timestamp)
-        ctx.register_processing_time_timer(next_fire_timestamp)
+    on_processing_time = on_event_time = clear = on_element
 
 
 class PurgingTrigger(Trigger):
