@@ -51,6 +51,10 @@ class GraphJobSpec:
     # per source operator of a captured job, what its task does with each element it reads
     programs: dict[str, "SourceProgram"] = field(default_factory=dict)
     eager_sources: bool = False  # sources run ahead whenever they can (records queued while timers fire)
+    # "steps": processing time is the simulation step (it depends on the schedule); "input": each
+    # task's clock moves only with the ProcessingTimeAdvance elements of its input (forwarded to the
+    # tasks it feeds) and is restored with its checkpoint
+    processing_time: str = "steps"
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
@@ -295,6 +299,7 @@ class GraphJob:
         for source in self.sources:
             source.deployed = False
         self.clock = ManualProcessingTimeService(start=self.now)
+        self.restoring = checkpoint  # input-driven clocks resume where the checkpoint's tasks were
         self.tasks: list[ChainTask] = []
         self.task_of: dict[tuple, ChainTask] = {}
         self.layouts.append(dict(self.layout()))  # per attempt: each chain's parallelism
@@ -376,8 +381,13 @@ class GraphJob:
         spec, task_id = self.spec, len(self.tasks)
         kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, chain.parallelism, s)
         channels = self._channels(chain.head, s)
-        task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(self.clock, self, task_id),
+        clock = self.clock if spec.processing_time == "steps" else ManualProcessingTimeService(
+            start=max((snap.processing_time for snap in self.restoring.task_snapshots if snap.vertex == chain.name),
+                      default=0) if self.restoring is not None else 0)
+        task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(clock, self, task_id),
                          spec.config, self._acknowledger(self.attempt))
+        if spec.processing_time == "input":
+            task.advance_processing_time = _input_clock(clock, task)
         task.channel_index = {c: i for i, c in enumerate(channels)}
         task.vertex_parallelism = chain.parallelism
         for index, name in enumerate(chain.operators):
@@ -500,6 +510,19 @@ class GraphJob:
     def advance_clock(self, now: int) -> None:
         self.now = now
         self.clock.advance_to(now)
+
+
+def _input_clock(clock: ManualProcessingTimeService, task: ChainTask):
+    """Input-driven processing time: the task's clock moves to the advance (never back), then the
+    advance travels on to the tasks it feeds."""
+    from streamproof.impl.task import ProcessingTimeAdvance
+
+    def advance(timestamp: int) -> None:
+        if timestamp > clock.get_current_processing_time():
+            clock.advance_to(timestamp)
+        for output in task.network_outputs:
+            output(ProcessingTimeAdvance(timestamp))
+    return advance
 
 
 def _chained(target):

@@ -29,7 +29,7 @@ from streamproof.impl.graph_job import GraphJobSpec
 from streamproof.impl.job import PeriodicWatermark
 from streamproof.impl.operators import StreamRecord
 from streamproof.impl.sim import Fault, SimulationError, run_schedule
-from streamproof.impl.task import TaskConfig
+from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig
 from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
 from streamproof.properties.certify_job_graph import BuiltJob, JobGraphError, build
 from streamproof.properties.job.values import canonical
@@ -41,6 +41,8 @@ OTHER_SCHEDULES = 5
 CALLBACK_SECONDS = 5.0
 FAILURE_POINTS = 8        # failures spread over a failure-free run's steps, per plan
 MAX_STEPS = 100_000
+FAST_CLOCK = 10**6        # a source clock pace far beyond any timer delay: every timer due at the next record
+PACES = (1, 10, 100, 1000, FAST_CLOCK)
 DEFAULT_EXAMPLES = 50     # random scenarios after the plan
 FINDING_LATE = "output for late records depends on timing"
 NOT_APPLICABLE = "not applicable"
@@ -68,12 +70,14 @@ class JobScenario:
     drop: tuple = ()  # (source subtask, record index) left out: the scenario without its late records
     uniform: bool = False  # every operator at ``parallelism``, also those the job fixes (a rescaled job)
     eager: bool = False    # sources run ahead (records queued while timers fire): a split at every chance
+    pace: int = 1          # processing time (ms) a source's clock moves on after each record it reads
 
     def to_json(self) -> dict:
         return {"format": SCENARIO_FORMAT, "points": [list(p) for p in self.points], "parallelism": self.parallelism,
                 "faults": [dataclasses.asdict(f) for f in self.faults], "checkpoint_interval": self.checkpoint_interval,
                 "seed": self.seed, "mail_rate": self.mail_rate, "unaligned": self.unaligned,
-                "drop": [list(d) for d in self.drop], "uniform": self.uniform, "eager": self.eager}
+                "drop": [list(d) for d in self.drop], "uniform": self.uniform, "eager": self.eager,
+                "pace": self.pace}
 
     @classmethod
     def from_json(cls, document: Any) -> "JobScenario":
@@ -84,7 +88,8 @@ class JobScenario:
                        tuple(Fault(**f) for f in document["faults"]), int(document["checkpoint_interval"]),
                        int(document["seed"]), float(document["mail_rate"]), bool(document["unaligned"]),
                        tuple(tuple(int(i) for i in d) for d in document.get("drop", ())),
-                       bool(document.get("uniform", False)), bool(document.get("eager", False)))
+                       bool(document.get("uniform", False)), bool(document.get("eager", False)),
+                       int(document.get("pace", 1)))
         except (KeyError, TypeError, ValueError) as e:
             raise JobCertifyError(f"malformed job scenario: {type(e).__name__}: {e}") from None
 
@@ -205,7 +210,10 @@ class JobRun:
     interrupted: int
 
 
-def _elements(subject: JobSubject, points: tuple, drop: tuple = ()) -> list[list]:
+def _elements(subject: JobSubject, points: tuple, drop: tuple = (), pace: int = 1) -> list[list]:
+    """Per source subtask: its records, the watermark emission points after the chosen ones, and
+    after each record its clock ``pace`` ms on (input-driven processing time: the same progress
+    relative to the input in every run, restored with the checkpoint)."""
     sources = []
     dropped = set(drop)
     for s, records in enumerate(subject.source_records):
@@ -214,6 +222,7 @@ def _elements(subject: JobSubject, points: tuple, drop: tuple = ()) -> list[list
         for i, record in enumerate(records):
             if (s, i) not in dropped:
                 elements.append(_Indexed(None, record, MIN_WATERMARK, i))
+            elements.append(ProcessingTimeAdvance((i + 1) * pace))
             if i in chosen:
                 elements.append(PeriodicWatermark(MIN_WATERMARK, 0))
         sources.append(elements)
@@ -242,12 +251,13 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     built = subject.built(scenario.parallelism, scenario.uniform)
     config = TaskConfig(interruptible_timers=bool(interruptible), unaligned_checkpoints=scenario.unaligned,
                         callback_seconds=CALLBACK_SECONDS)
-    spec = GraphJobSpec(built.graph, _elements(subject, scenario.points if points is None else points, scenario.drop),
+    spec = GraphJobSpec(built.graph, _elements(subject, scenario.points if points is None else points, scenario.drop,
+                                               scenario.pace),
                         _functions(built, interruptible), max_parallelism=built.max_parallelism,
                         checkpoint_interval=scenario.checkpoint_interval if checkpoints else 10**9, config=config,
                         channel_capacity=10**9 if eager else 4,
                         async_mail_rate=scenario.mail_rate if mail_rate is None else mail_rate,
-                        programs=built.programs, eager_sources=eager)
+                        programs=built.programs, eager_sources=eager, processing_time="input")
     rng = random.Random(scenario.seed)
     try:
         job = _observed_graph_job()(spec, None, random.Random(rng.random()))
@@ -279,7 +289,13 @@ def preflight(subject: JobSubject) -> None:
     records = subject.source_records
     run = simulate(subject, JobScenario(tuple(tuple(range(len(r))) for r in records)), interruptible=False)
     if isinstance(run, str):
-        raise JobCertifyError(f"{subject.target}: fails on a failure-free run of its own input: {run[:300]}")
+        hint = ""
+        strategies = [n for n in subject.pipeline.nodes if n.kind == pl.TIMESTAMPS]
+        if "MIN_VALUE" in run and strategies and all(n.watermarks.assigner is None for n in strategies):
+            hint = (f" (the watermark strategy at {strategies[0].line} has no timestamp assigner: as PyFlink 2.3, "
+                    "with_idleness() and with_watermark_alignment() return a strategy without it, and from_source "
+                    "does not apply one)")
+        raise JobCertifyError(f"{subject.target}: fails on a failure-free run of its own input: {run[:300]}{hint}")
 
 
 # -- the properties --------------------------------------------------------------------------------
@@ -347,10 +363,8 @@ def _points_from(scenario: JobScenario, offsets: list[int], records: list[list])
     for s, rs in enumerate(records):
         chosen = set(scenario.points[s]) if s < len(scenario.points) else set()
         index, kept = 0, []
-        for i in range(len(rs)):
-            if (s, i) in dropped:
-                continue
-            index += 1
+        for i in range(len(rs)):  # as _elements lays them out: record, clock advance, emission point
+            index += 1 if (s, i) in dropped else 2
             if i in chosen:
                 if index >= offsets[s]:
                     kept.append(i)
@@ -634,29 +648,49 @@ def plan(subject: JobSubject, examples: int, seed: int) -> Iterator[tuple[str, J
                 for i in range(len(rs)):
                     points = tuple((i,) if t == s else every[t] for t in range(len(records)))
                     yield "split", JobScenario(points, 1, uniform=True)
+    paces = (1, FAST_CLOCK) if uses_processing_time(subject) else (1,)
     base_steps = {}
     for p in parallelisms:
         for points in dict.fromkeys((every, none)):
-            run = simulate(subject, JobScenario(points, p), faults=())
-            base_steps[(p, points)] = run.steps if not isinstance(run, str) else 50
-    for (p, points), steps in base_steps.items():
+            for pace in paces:
+                run = simulate(subject, JobScenario(points, p, pace=pace), faults=())
+                base_steps[(p, points, pace)] = run.steps if not isinstance(run, str) else 50
+    for (p, points, pace), steps in base_steps.items():
         for interval in (3, 8):
             for k in range(1, FAILURE_POINTS + 1):
                 at = max(1, steps * k // (FAILURE_POINTS + 1))
-                yield "failure", JobScenario(points, p, (Fault("fail", at=at),), interval, seed=k)
+                yield "failure", JobScenario(points, p, (Fault("fail", at=at),), interval, seed=k, pace=pace)
             for nth in (1, 2, 3):
                 yield "failure in firing", JobScenario(points, p, (Fault("fail_in_interrupted_firing", nth=nth),),
-                                                       interval, seed=nth, mail_rate=0.8)
+                                                       interval, seed=nth, mail_rate=0.8, pace=pace)
             yield "failure in firing", JobScenario(points, p, (Fault("fail_in_interrupted_firing", nth=1,
-                                                                     after_checkpoint=True),), interval, mail_rate=0.8)
+                                                                     after_checkpoint=True),), interval, mail_rate=0.8,
+                                                   pace=pace)
             for k in range(1, 4):
                 at = max(1, steps * k // 4)
                 yield "rescale", JobScenario(points, p, (Fault("rescale", at=at, parallelism=3 - p if p < 3 else 1),),
-                                             interval, seed=k)
+                                             interval, seed=k, pace=pace)
     rng = random.Random(seed)
     for _ in range(examples):
-        yield "random", random_scenario(rng, records if every != none else [[] for _ in records], parallelisms,
-                                        base_steps)
+        scenario = random_scenario(rng, records if every != none else [[] for _ in records], parallelisms, base_steps)
+        yield "random", dataclasses.replace(scenario, pace=rng.choice(PACES)) if len(paces) > 1 else scenario
+
+
+def uses_processing_time(subject: JobSubject) -> bool:
+    """Whether a keyed function of the job registers processing-time timers (read from its code)."""
+    import inspect
+
+    for node in subject.pipeline.nodes:
+        function = node.function
+        if function is None or node.key_selector is None:
+            continue
+        try:
+            source = inspect.getsource(type(function) if not inspect.isfunction(function) else function)
+        except (OSError, TypeError):
+            return True  # unknown: vary the clock
+        if "register_processing_time_timer" in source or "current_processing_time" in source:
+            return True
+    return False
 
 
 def _fires_event_timers(subject: JobSubject, scenario: JobScenario) -> bool:
@@ -757,6 +791,16 @@ def certify(target: Any, examples: int = 50, seed: int = 0, out: str | None = No
 
 def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
                 progress: Callable[[str, int], None] | None = None) -> JobCertificate:
+    """The job's certificate: the plan, then ``examples`` random scenarios (see :func:`plan`)."""
+    from streamproof.impl.operators import release_callback_watchdog
+
+    try:
+        return _certify_job(subject, examples, seed, progress)
+    finally:
+        release_callback_watchdog()  # SIGALRM back to whoever had it (pytest-timeout, the interpreter's exit)
+
+
+def _certify_job(subject: JobSubject, examples: int, seed: int, progress) -> JobCertificate:
     _with_graph_flags(subject)
     start = time.monotonic()
     results = {prop: {"verdict": "held", "scenarios": 0, "message": ""} for prop in PROPERTIES}

@@ -117,7 +117,11 @@ def _program(pipeline: pl.Pipeline, source: pl.Node, fused: dict[int, int]) -> S
     assigner = spec.assigner
     if assigner is not None:
         extract = getattr(assigner, "extract_timestamp", None)
-        assigner = extract if extract is not None else assigner
+        if extract is None:
+            node = next(n for n in members if n.kind == pl.TIMESTAMPS)
+            raise _fail(node, f"with_timestamp_assigner({type(assigner).__name__}) needs a TimestampAssigner: PyFlink "
+                              "calls its extract_timestamp (a lambda or function fails when the job is built)")
+        assigner = extract
     bound = None if spec.kind == "none" else spec.bound
     return SourceProgram(functions, assigner, bound)
 
