@@ -402,6 +402,30 @@ class ChainTask(OperatorTask):
     def head(self) -> ChainedOperator:
         return self.operators[0]
 
+    def record_lineage(self) -> list[int] | None:
+        """The channels of the records this task's state and output consumed, in order (None after
+        a rescale merged tasks)."""
+        return None if self.inherited_records is None else self.inherited_records + self.record_picks
+
+    def _next_channel(self) -> int | None:
+        """Replaying a record lineage: barriers at a channel's head first, then the channel the
+        lineage names next (its watermarks and other events before the record come with it), once
+        it has data; past the lineage, round robin."""
+        if self.forced_records is None:
+            return super()._next_channel()
+        for i, queue in enumerate(self.inputs):
+            if queue and isinstance(queue[0], CheckpointBarrier) and i not in self.blocked:
+                return i
+        while self.forced_records:
+            want = self.forced_records[0]
+            if self.inputs[want]:
+                return want if want not in self.blocked else None
+            if not self.channels_ended[want]:
+                return None  # wait for the record the lineage names next
+            self.forced_records.popleft()
+        self.forced_records = None
+        return super()._next_channel()
+
     @property
     def output_log(self) -> list:  # the tail's output (what the one-stage task called its output)
         return self.operators[-1].log
@@ -491,7 +515,7 @@ class ChainTask(OperatorTask):
         states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators}
         return TaskSnapshot(self.subtask_index, self.key_group_range, None, states,
                             processing_time=self.processing_time_service.get_current_processing_time(),
-                            lineage=None, vertex=self.name, vertex_subtask=self.vertex_subtask,
+                            lineage=self.record_lineage(), vertex=self.name, vertex_subtask=self.vertex_subtask,
                             channels=self.channel_ids)
 
     def _forward_barrier(self, checkpoint_id: int, unaligned: bool) -> None:

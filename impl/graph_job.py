@@ -55,6 +55,8 @@ class GraphJobSpec:
     # task's clock moves only with the ProcessingTimeAdvance elements of its input (forwarded to the
     # tasks it feeds) and is restored with its checkpoint
     processing_time: str = "steps"
+    # a failure-free replay: per (chain, subtask), the channels its records come from, in order
+    forced_lineage: dict | None = None
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
@@ -219,9 +221,9 @@ class GraphJob:
             return [self.task_of[(chain, sender)]]
         p = self.parallelism_of(edge.target)
         if edge.partitioning == "rebalance" and isinstance(element, StreamRecord):
-            turn = self.round_robin.get((edge, sender), sender)  # Flink starts at a random channel
-            self.round_robin[(edge, sender)] = turn + 1
-            return [self.task_of[(chain, turn % p)]]
+            sent = self.round_robin.get((edge, sender), 0)  # records this sender wrote on the edge
+            self.round_robin[(edge, sender)] = sent + 1
+            return [self.task_of[(chain, (sent + sender) % p)]]  # Flink starts at a random channel: here sender
         if isinstance(element, StreamRecord):
             if element.key is None:
                 raise KeylessRecordError(f"a record without key on the keyed edge {edge.source}->{edge.target} (emitted outside "
@@ -294,7 +296,17 @@ class GraphJob:
     def _deploy(self, checkpoint: CompletedCheckpoint | None) -> None:
         spec, graph = self.spec, self.graph
         offsets = checkpoint.source_offsets if checkpoint else [0] * len(spec.sources)
-        self.round_robin = {}
+        # rebalance: a restored sender goes on where its checkpoint left (records it wrote before the
+        # barrier; a source: the records before its offset), so a restore deals records as the
+        # failure-free run with the same start does (Flink starts at a random channel each attempt)
+        self.round_robin = {key: n for snap in checkpoint.task_snapshots
+                            for key, n in getattr(snap, "round_robin", {}).items()} \
+            if checkpoint is not None and checkpoint.parallelism == self.layout() else {}
+        for i, elements in enumerate(spec.sources):
+            operator, subtask = graph.source_subtasks()[i]
+            for edge in graph.outputs(operator):
+                if edge.partitioning == "rebalance":
+                    self.round_robin[(edge, subtask)] = sum(isinstance(e, StreamRecord) for e in elements[:offsets[i]])
         self.sources = [GraphSourceTask(i, elements, offsets[i], self) for i, elements in enumerate(spec.sources)]
         for source in self.sources:
             source.deployed = False
@@ -388,6 +400,9 @@ class GraphJob:
                          spec.config, self._acknowledger(self.attempt))
         if spec.processing_time == "input":
             task.advance_processing_time = _input_clock(clock, task)
+        if spec.forced_lineage is not None and (chain.name, s) in spec.forced_lineage:
+            from collections import deque
+            task.forced_records = deque(spec.forced_lineage[(chain.name, s)])
         task.channel_index = {c: i for i, c in enumerate(channels)}
         task.vertex_parallelism = chain.parallelism
         for index, name in enumerate(chain.operators):
@@ -439,11 +454,15 @@ class GraphJob:
     def _restore(self, checkpoint: CompletedCheckpoint) -> None:
         """Keyed state by key group; other operator state by old subtask modulo the new
         parallelism (nothing dropped); then the in-flight data of unaligned checkpoints."""
+        same_layout = checkpoint.parallelism == self.layout()
         for chain in self.graph.chains:
             snapshots = [snap for snap in checkpoint.task_snapshots if snap.vertex == chain.name]
             for s in range(chain.parallelism if snapshots else 0):
-                self.task_of[(chain.name, s)].restore_operators(snapshots)
-        same_layout = checkpoint.parallelism == self.layout()
+                task = self.task_of[(chain.name, s)]
+                task.restore_operators(snapshots)
+                own = next((snap for snap in snapshots if snap.vertex_subtask == s), None)
+                task.inherited_records = list(own.lineage) if same_layout and own is not None and \
+                    own.lineage is not None else None
         for snapshot in checkpoint.task_snapshots:
             self._replay_channel_state(snapshot, same_layout)
 
@@ -475,7 +494,13 @@ class GraphJob:
                 task.receive(task.channel_index[(sender, now)], element)
 
     def _acknowledger(self, attempt: int):
-        return lambda checkpoint_id, snapshot: self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)
+        def acknowledge(checkpoint_id: int, snapshot) -> None:
+            chain = next((c for c in self.graph.chains if c.name == snapshot.vertex), None)
+            if chain is not None:  # the rebalance counters this task's operators had at the barrier
+                snapshot.round_robin = {key: n for key, n in self.round_robin.items()
+                                        if key[1] == snapshot.vertex_subtask and key[0].source in chain.operators}
+            self.coordinator.acknowledge(attempt, checkpoint_id, snapshot)
+        return acknowledge
 
     # -- failover --------------------------------------------------------------------------------
     def failover(self, failed_subtask: int, reason: str, new_parallelism: int | None = None,
@@ -496,6 +521,12 @@ class GraphJob:
         self.events.append(("failover", reason, failed_subtask, latest.checkpoint_id if latest else None,
                             self.layout()))
         self._deploy(latest)
+
+    def record_lineage(self) -> dict | None:
+        """Per (chain, subtask) of the current attempt, its record lineage; None when a rescale
+        merged tasks' inputs."""
+        lineage = {(t.name, t.vertex_subtask): t.record_lineage() for t in self.tasks}
+        return None if any(v is None for v in lineage.values()) else lineage
 
     def timer_mail_delays(self) -> list[int]:
         """How long each processing-time timer's mail waited: run, or never run by a task that did

@@ -291,6 +291,11 @@ class OperatorTask:
         self.inherited: list[int] | None = []  # None: unknown (restored after a rescale)
         self.picks: list[int] = []
         self.forced: deque | None = None
+        # a chain task's lineage of records only (job graphs): the channels its records came from, in
+        # order, after those of the snapshot it restored; ``forced_records`` replays one
+        self.record_picks: list[int] = []
+        self.inherited_records: list[int] | None = []
+        self.forced_records: deque | None = None
         self.source_done: Callable[[int], bool] = lambda channel: False  # set by the job
         self.side_outputs = 0  # metric: side outputs emitted
         self.late_records = 0  # metric: records at or below the operator's current watermark
@@ -388,6 +393,10 @@ class OperatorTask:
             self.picks.append(channel)  # the order this task consumed its input (the lineage)
             if self.forced is not None and self.forced:
                 self.forced.popleft()
+        if isinstance(element, StreamRecord):
+            self.record_picks.append(channel)
+            if self.forced_records:
+                self.forced_records.popleft()
         if channel in self.recording_channels and index < self.barrier_positions.get(channel, index + 1):
             self.recording[channel].append(element)  # in flight before this channel's barrier
         if isinstance(element, StreamRecord):

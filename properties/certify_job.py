@@ -46,6 +46,7 @@ PACES = (1, 10, 100, 1000, FAST_CLOCK)
 DEFAULT_EXAMPLES = 50     # random scenarios after the plan
 FINDING_LATE = "output for late records depends on timing"
 NOT_APPLICABLE = "not applicable"
+FINDING_ORDER = "output depends on arrival order across channels"
 
 
 class JobCertifyError(ValueError):
@@ -209,6 +210,11 @@ class JobRun:
     applied: list
     interrupted: int
 
+    @property
+    def lineage(self) -> dict | None:
+        """Per final task, the channels its committed state and output took records from."""
+        return self.job.record_lineage()
+
 
 def _elements(subject: JobSubject, points: tuple, drop: tuple = (), pace: int = 1) -> list[list]:
     """Per source subtask: its records, the watermark emission points after the chosen ones, and
@@ -244,20 +250,26 @@ def _functions(built: BuiltJob, interruptible: set[str] | bool) -> dict:
 
 def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str] | bool = True,
              mail_rate: float | None = None, faults: tuple | None = None, eager: bool = False,
-             points: tuple | None = None, checkpoints: bool = True) -> JobRun | str:
-    """One run; a string says why it did not finish (the user's error, a deadlock)."""
+             points: tuple | None = None, checkpoints: bool = True, lineage: JobRun | None = None,
+             final: JobRun | None = None) -> JobRun | str:
+    """One run; a string says why it did not finish (the user's error, a deadlock). ``lineage``:
+    a failure-free replay of that run's record lineage, on its final graph (after rescales);
+    ``final``: on that run's final graph."""
     from streamproof.impl.sim import _observed_graph_job
 
     built = subject.built(scenario.parallelism, scenario.uniform)
+    if lineage is not None or final is not None:
+        built = dataclasses.replace(built, graph=(lineage or final).job.graph)
     config = TaskConfig(interruptible_timers=bool(interruptible), unaligned_checkpoints=scenario.unaligned,
                         callback_seconds=CALLBACK_SECONDS)
     spec = GraphJobSpec(built.graph, _elements(subject, scenario.points if points is None else points, scenario.drop,
                                                scenario.pace),
                         _functions(built, interruptible), max_parallelism=built.max_parallelism,
                         checkpoint_interval=scenario.checkpoint_interval if checkpoints else 10**9, config=config,
-                        channel_capacity=10**9 if eager else 4,
+                        channel_capacity=10**9 if eager or lineage is not None else 4,
                         async_mail_rate=scenario.mail_rate if mail_rate is None else mail_rate,
-                        programs=built.programs, eager_sources=eager, processing_time="input")
+                        programs=built.programs, eager_sources=eager, processing_time="input",
+                        forced_lineage=lineage.lineage if lineage is not None else None)
     rng = random.Random(scenario.seed)
     try:
         job = _observed_graph_job()(spec, None, random.Random(rng.random()))
@@ -384,6 +396,16 @@ def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> It
     yield simulate(subject, scenario, False, faults=(), checkpoints=False)
     yield simulate(subject, scenario, True, faults=(), checkpoints=False)
     offsets = _restore_offsets(faulty)
+    if faulty.lineage is not None:  # the order the committed state consumed its records, replayed
+        lineage_points = [scenario.points, tuple(() for _ in records)]
+        if offsets is not None:
+            lineage_points.insert(1, _points_from(scenario, offsets, records))
+        for points in dict.fromkeys(lineage_points):
+            for interruptible in (False, True):
+                replay = simulate(subject, scenario, interruptible, faults=(), points=points, checkpoints=False,
+                                  lineage=faulty)
+                if isinstance(replay, str) or replay.lineage == faulty.lineage:
+                    yield replay  # else it could not follow the lineage: no reference (checked, never trusted)
     variants = [tuple(() for _ in records)]
     if offsets is not None:
         variants.insert(0, _points_from(scenario, offsets, records))
@@ -400,6 +422,31 @@ def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> It
         other = dataclasses.replace(scenario, seed=scenario.seed * 7919 + k)
         for points in [scenario.points, *variants[:2]]:
             yield simulate(subject, other, False, faults=(), points=points, checkpoints=False)
+    if _rescaled(faulty):  # the layout the committed output ended in
+        for seed in _schedules(scenario):
+            yield simulate(subject, dataclasses.replace(scenario, seed=seed), False, faults=(), checkpoints=False,
+                           final=faulty)
+
+
+def _rescaled(run: JobRun) -> bool:
+    return run.job.layouts[0] != run.job.layouts[-1]
+
+
+def _schedules(scenario: JobScenario) -> list[int]:
+    return [scenario.seed] + [scenario.seed * 7919 + k for k in range(1, OTHER_SCHEDULES + 1)]
+
+
+def _order_sensitive(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> bool:
+    """Whether failure-free runs of this input, on the faulty run's final layout, commit different
+    outputs under different schedules: the job's output depends on the arrival order across
+    channels, which Flink leaves open."""
+    outputs = set()
+    for seed in _schedules(scenario):
+        run = simulate(subject, dataclasses.replace(scenario, seed=seed), False, faults=(), checkpoints=False,
+                       final=faulty)
+        if not isinstance(run, str):
+            outputs.add(frozenset(run.committed.items()))
+    return len(outputs) > 1
 
 
 def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str | None = None,
@@ -420,6 +467,10 @@ def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str
     if not isinstance(unsplit, str) and unsplit.committed != faulty.committed and any(
             not isinstance(r, str) and r.committed == unsplit.committed for r in references(subject, scenario, faulty)):
         return Outcome()  # the splits changed it: job.interruptible-timers judges splits
+    if faulty.lineage is None and _order_sensitive(subject, scenario, faulty):
+        # a rescale merged tasks (no lineage to replay) and the order across channels is Flink's choice
+        return Outcome("after a rescale no failure-free run tried gives the committed output, and failure-free runs "
+                       "of this input disagree among themselves", finding=FINDING_ORDER)
     if late_check:
         reduced = without_late(scenario, [faulty, first])
         if reduced is not None and same_output(subject, reduced, late_check=False).message is None:
