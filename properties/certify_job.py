@@ -828,18 +828,6 @@ def describe_pipeline(subject: JobSubject) -> list[str]:
     return lines
 
 
-def certify(target: Any, examples: int = 50, seed: int = 0, out: str | None = None) -> JobCertificate:
-    """Certifies the job ``target`` (see :func:`load_job`); with ``out``, writes the certificate."""
-    from pathlib import Path
-
-    subject = target if isinstance(target, JobSubject) else load_job(target)
-    certificate = certify_job(subject, examples, seed)
-    if out is not None:
-        from streamproof.properties.certify_job_report import write
-        write(subject, certificate, Path(out), examples=examples, seed=seed)
-    return certificate
-
-
 def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
                 progress: Callable[[str, int], None] | None = None) -> JobCertificate:
     """The job's certificate: the plan, then ``examples`` random scenarios (see :func:`plan`)."""

@@ -11,7 +11,9 @@ import platform
 import shlex
 from pathlib import Path
 
-from streamproof.properties.certify_job import JobCertificate, JobSubject
+from typing import Any
+
+from streamproof.properties.certify_job import JobCertificate, JobSubject, certify_job, load_job
 from streamproof.properties.files import write_atomically
 
 
@@ -26,10 +28,14 @@ def _source(path: str) -> dict:
 def write(subject: JobSubject, certificate: JobCertificate, out: Path, command: str = "", examples: int = 0,
           seed: int = 0) -> Path:
     """Writes the certificate and its counterexamples into ``out``; returns certificate.md's path."""
+    from importlib import metadata
+
     import hypothesis
 
-    import streamproof
-
+    try:
+        version = metadata.version("streamproof")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
     out.mkdir(exist_ok=True)
     files = {}
     for prop, scenario in certificate.counterexamples.items():
@@ -43,7 +49,7 @@ def write(subject: JobSubject, certificate: JobCertificate, out: Path, command: 
                      "command": command, "examples": examples, "seed": seed,
                      "source": _source(subject.pipeline.file or subject.target),
                      "counterexample_files": files,
-                     "versions": {"streamproof": getattr(streamproof, "__version__", "?"),
+                     "versions": {"streamproof": version,
                                   "hypothesis": hypothesis.__version__, "python": platform.python_version()}})
     write_atomically(out / "certificate.json", json.dumps(document, indent=1, default=str) + "\n")
     md = out / "certificate.md"
@@ -88,3 +94,12 @@ def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, docu
                          f"draw with `streamproof explain {shlex.quote(path)}`")
     lines += ["", f"{certificate.scenarios} scenarios in {certificate.seconds:.1f} s.", ""]
     return "\n".join(lines)
+
+
+def certify(target: Any, examples: int = 50, seed: int = 0, out: str | None = None) -> JobCertificate:
+    """Certifies the job ``target`` (see :func:`load_job`); with ``out``, writes the certificate."""
+    subject = target if isinstance(target, JobSubject) else load_job(target)
+    certificate = certify_job(subject, examples, seed)
+    if out is not None:
+        write(subject, certificate, Path(out), examples=examples, seed=seed)
+    return certificate

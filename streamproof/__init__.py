@@ -67,7 +67,7 @@ _PUBLIC = {
     # certifying a user's operator (docs/certify.md)
     "certify": (_CERTIFY, "certify"),
     # certifying a job as written (docs/certify.md, "Certifying a job")
-    "certify_job": ("streamproof.properties.certify_job", "certify"),
+    "certify_job": ("streamproof.properties.certify_job_report", "certify"),
     "JobCertificate": ("streamproof.properties.certify_job", "JobCertificate"),
     "JobCertifyError": ("streamproof.properties.certify_job", "JobCertifyError"),
     "Certificate": (_CERTIFY, "Certificate"),
@@ -81,7 +81,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is impor
     from streamproof.properties.bugzoo import variant as bug_variant
     from streamproof.properties.certify import Certificate, CertifyError, certify
     from streamproof.properties.certify_job import JobCertificate, JobCertifyError
-    from streamproof.properties.certify_job import certify as certify_job
+    from streamproof.properties.certify_job_report import certify as certify_job
     from streamproof.properties.explore import Exploration, explore
     from streamproof.properties.families import FamilyPackageError, register_family_package
     from streamproof.properties.registry import Property, all_properties

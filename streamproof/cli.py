@@ -425,7 +425,7 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
 def _job_timeline(file: str, job: str | None):
     """The timeline of a job certification counterexample (its job from --job or the file)."""
     from streamproof.properties import certify_job as cj
-    from streamproof.properties.certify_job_explain import job_timeline
+    from streamproof.explain_job import job_timeline
 
     try:
         scenario, named, prop = cj.load_scenario(file)

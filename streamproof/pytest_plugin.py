@@ -73,12 +73,12 @@ def streamproof_certify(tmp_path) -> Callable[..., Any]:
 
     def run(operator: Any, examples: int | None = None, seed: int = 0, **given: Any) -> Any:
         from streamproof.certify_cli import is_job
-        from streamproof.properties import certify_job
+        from streamproof.properties import certify_job_report
 
         if callable(operator) or is_job(operator):
             if given:
                 raise TypeError(f"{sorted(given)[0]}= is for one operator; a job brings its own input")
-            return certify_job.certify(operator, 50 if examples is None else examples, seed,
+            return certify_job_report.certify(operator, 50 if examples is None else examples, seed,
                                        str(tmp_path / "certificate"))
         from streamproof.properties.certify import certify, load
 

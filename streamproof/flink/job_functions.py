@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from streamproof.flink import adapter
+import streamproof.flink.adapter as adapter
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.impl.timers import MIN_WATERMARK

@@ -7,7 +7,7 @@ not model is refused by name (a one-line ``CaptureError`` naming the job's line)
 
 from __future__ import annotations
 
-from streamproof.flink import pipeline as P
+import streamproof.flink.pipeline as P
 from streamproof.flink.capture import describe, is_opaque, job_line, refuse, with_line
 from streamproof.flink.datastream.functions import KeyedProcessFunction, ProcessFunction
 from streamproof.flink.pipeline import CaptureError, WindowSpec

@@ -11,8 +11,8 @@ import dataclasses
 import json
 import re
 
-from streamproof.flink import capture as _capture
-from streamproof.flink import pipeline as P
+import streamproof.flink.capture as _capture
+import streamproof.flink.pipeline as P
 from streamproof.flink.capture import describe, is_opaque, job_line, refuse
 from streamproof.flink.common import Configuration, ExecutionConfig
 from streamproof.flink.datastream.checkpointing_mode import CheckpointingMode

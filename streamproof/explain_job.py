@@ -6,9 +6,7 @@ committed."""
 
 from __future__ import annotations
 
-from collections import Counter
-
-from streamproof.properties.certify_job import (
+from streamproof.properties.certify_job import (  # noqa: I001
     FINDING_LATE, JobScenario, JobSubject, fault_text, replay_outcomes, simulate,
 )
 
@@ -120,4 +118,4 @@ def _pipeline(subject: JobSubject) -> list[str]:
     return describe_pipeline(subject)
 
 
-__all__ = ["describe_scenario", "job_timeline", "Counter"]
+__all__ = ["describe_scenario", "job_timeline"]
