@@ -412,8 +412,12 @@ class TimerSnapshot:
             if self.state == "cancelled":
                 raise RuntimeError(f"snapshot {self.version} was cancelled")
             try:
+                occupied = self._occupied()
                 for key_group in self.key_group_range:
-                    self._write_locked(key_group)
+                    if key_group in occupied:
+                        self._write_locked(key_group)
+                    else:
+                        self._sections.setdefault(key_group, b"")  # what section() writes for no timer
             except BaseException:
                 self._release("cancelled")
                 raise
@@ -424,6 +428,21 @@ class TimerSnapshot:
             self._sections = {}
             self._release("finished")
             return self._result
+
+    def _occupied(self) -> set[int]:
+        """Key groups that may hold a timer of this snapshot's version: those with live timers or
+        with a copy-on-write history (a timer removed since the version started is in it while the
+        version runs), and restored ones. Any other key group held none at the version."""
+        occupied: set[int] = set()
+        for groups in self._restored.values():
+            occupied.update(groups)
+        with self._versions.lock.read():
+            for _, event_layer, processing_layer in self._services:
+                for layer in (event_layer, processing_layer):
+                    occupied.update(kg for kg, per_key_group in layer.history.items() if per_key_group)
+                    queue = layer.queue
+                    occupied.update(kg for kg in self.key_group_range if queue.get_subset_for_key_group(kg))
+        return occupied
 
     def cancel(self) -> None:
         """Abandons the snapshot (an aborted checkpoint): releases the version, writes nothing."""
