@@ -13,7 +13,7 @@ from pathlib import Path
 
 from typing import Any
 
-from streamproof.properties.certify_job import JobCertificate, JobSubject, certify_job, load_job
+from streamproof.properties.certify_job import JobCertificate, JobSubject, certify_job, describe_scenario, load_job
 from streamproof.properties.files import write_atomically
 
 
@@ -89,9 +89,11 @@ def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, docu
     if files:
         lines += ["", "## Counterexamples", ""]
         for prop, path in files.items():
-            lines.append(f"- `{prop}`: `{path}`: replay with "
-                         f"`streamproof certify {shlex.quote(subject.target)} --replay {shlex.quote(path)}`, "
-                         f"draw with `streamproof explain {shlex.quote(path)}`")
+            lines += [f"### `{prop}`", "", certificate.results[prop]["message"], "", "The scenario:", ""]
+            lines += [f"- {step}" for step in describe_scenario(subject, certificate.counterexamples[prop])]
+            lines += ["", f"File `{path}`: replay with "
+                      f"`streamproof certify {shlex.quote(subject.target)} --replay {shlex.quote(path)}`, "
+                      f"draw it (the job's operators as lanes) with `streamproof explain {shlex.quote(path)}`", ""]
     lines += ["", f"{certificate.scenarios} scenarios in {certificate.seconds:.1f} s.", ""]
     return "\n".join(lines)
 

@@ -7,35 +7,8 @@ committed."""
 from __future__ import annotations
 
 from streamproof.properties.certify_job import (  # noqa: I001
-    FINDING_LATE, JobScenario, JobSubject, fault_text, replay_outcomes, simulate,
+    FINDING_LATE, JobScenario, JobSubject, describe_scenario, replay_outcomes, simulate,
 )
-
-
-def describe_scenario(subject: JobSubject, scenario: JobScenario) -> list[str]:
-    """The scenario's choices, one line each, in the job's terms."""
-    built = subject.built(scenario.parallelism, scenario.uniform)
-    records = subject.source_records
-    lines = []
-    for s, op in enumerate(op for op in built.graph.sources for _ in range(op.parallelism)):
-        points = scenario.points[s] if s < len(scenario.points) else ()
-        count = len(records[s])
-        where = "after every record" if len(points) == count and count else \
-            "never (only the end of input's MAX_WATERMARK)" if not points else \
-            "after records " + ", ".join(f"#{i} {records[s][i]!r}" for i in points)
-        lines.append(f"{op.name}[{s}]: its {count} records in the file's order; the watermark generator emits {where}")
-    dropped = [f"#{i}" for _, i in scenario.drop]
-    if dropped:
-        lines.append(f"records left out (behind their source's watermark): {', '.join(dropped)}")
-    unfixed = [op.name for op in built.graph.operators if op.kind != "source" and op.name not in built.fixed
-               and not op.name.endswith(("/tag", "/type"))]
-    if unfixed or scenario.uniform:
-        lines.append(f"parallelism {scenario.parallelism} for "
-                     f"{'every operator' if scenario.uniform else ', '.join(unfixed)}")
-    lines.append(f"checkpoints every {scenario.checkpoint_interval} steps"
-                 f"{' (unaligned)' if scenario.unaligned else ''}; schedule seed {scenario.seed}; "
-                 f"foreign mail during {int(scenario.mail_rate * 100)} % of timer firings (splits)")
-    lines += [f"fault: {fault_text(f)}" for f in scenario.faults] or ["no faults"]
-    return lines
 
 
 def job_timeline(subject: JobSubject, scenario: JobScenario, file: str, prop: str | None = None):
