@@ -13,7 +13,8 @@ from pathlib import Path
 
 from typing import Any
 
-from streamproof.properties.certify_job import JobCertificate, JobSubject, certify_job, describe_scenario, load_job
+from streamproof.properties.certify_job import JobCertificate, certify_job
+from streamproof.properties.certify_job_runs import JobSubject, describe_scenario, load_job
 from streamproof.properties.files import write_atomically
 
 

@@ -69,7 +69,7 @@ _PUBLIC = {
     # certifying a job as written (docs/certify.md, "Certifying a job")
     "certify_job": ("streamproof.properties.certify_job_report", "certify"),
     "JobCertificate": ("streamproof.properties.certify_job", "JobCertificate"),
-    "JobCertifyError": ("streamproof.properties.certify_job", "JobCertifyError"),
+    "JobCertifyError": ("streamproof.properties.certify_job_runs", "JobCertifyError"),
     "Certificate": (_CERTIFY, "Certificate"),
     "CertifyError": (_CERTIFY, "CertifyError"),
 }
@@ -80,7 +80,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is impor
     from streamproof.properties.bugzoo import BugVariant, all_variants, get_variant, hunt
     from streamproof.properties.bugzoo import variant as bug_variant
     from streamproof.properties.certify import Certificate, CertifyError, certify
-    from streamproof.properties.certify_job import JobCertificate, JobCertifyError
+    from streamproof.properties.certify_job import JobCertificate
+    from streamproof.properties.certify_job_runs import JobCertifyError
     from streamproof.properties.certify_job_report import certify as certify_job
     from streamproof.properties.explore import Exploration, explore
     from streamproof.properties.families import FamilyPackageError, register_family_package

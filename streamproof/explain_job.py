@@ -6,8 +6,9 @@ committed."""
 
 from __future__ import annotations
 
-from streamproof.properties.certify_job import (  # noqa: I001
-    FINDING_LATE, JobScenario, JobSubject, describe_scenario, replay_outcomes, simulate,
+from streamproof.properties.certify_job_checks import FINDING_LATE, replay_outcomes
+from streamproof.properties.certify_job_runs import (
+    JobScenario, JobSubject, describe_pipeline, describe_scenario, simulate,
 )
 
 
@@ -87,7 +88,6 @@ def _mark_output(timeline, drawn, reference, failure: str, last: bool) -> bool:
 
 
 def _pipeline(subject: JobSubject) -> list[str]:
-    from streamproof.properties.certify_job import describe_pipeline
     return describe_pipeline(subject)
 
 
