@@ -233,17 +233,18 @@ class JobCertificate:
 
 
 def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
-                progress: Callable[[str, int], None] | None = None) -> JobCertificate:
-    """The job's certificate: the plan, then ``examples`` random scenarios (see :func:`plan`)."""
+                progress: Callable[[str, int], None] | None = None, until_failed: str | None = None) -> JobCertificate:
+    """The job's certificate: the plan, then ``examples`` random scenarios (see :func:`plan`);
+    ``until_failed``: stop as soon as that property has a counterexample."""
     from streamproof.impl.operators import release_callback_watchdog
 
     try:
-        return _certify_job(subject, examples, seed, progress)
+        return _certify_job(subject, examples, seed, progress, until_failed)
     finally:
         release_callback_watchdog()  # SIGALRM back to whoever had it (pytest-timeout, the interpreter's exit)
 
 
-def _certify_job(subject: JobSubject, examples: int, seed: int, progress) -> JobCertificate:
+def _certify_job(subject: JobSubject, examples: int, seed: int, progress, until_failed: str | None) -> JobCertificate:
     start = time.monotonic()
     results = {prop: {"verdict": "held", "scenarios": 0, "message": ""} for prop in PROPERTIES}
     reached: dict = {}
@@ -251,6 +252,8 @@ def _certify_job(subject: JobSubject, examples: int, seed: int, progress) -> Job
     counterexamples: dict = {}
     count = 0
     for what, scenario in plan(subject, examples, seed):
+        if until_failed in counterexamples:
+            break
         count += 1
         if progress is not None:
             progress(what, count)
@@ -260,8 +263,11 @@ def _certify_job(subject: JobSubject, examples: int, seed: int, progress) -> Job
                 outcome = interruptible_timers(subject, scenario)
                 _record(results, counterexamples, findings, "job.interruptible-timers", scenario, outcome)
             run = simulate(subject, scenario, faults=(), eager=True, mail_rate=EVERY_CHANCE, checkpoints=False)
-            if not isinstance(run, str):
+            if not isinstance(run, str):  # the split run is a run of the job: its watermarks and end too
                 coverage(run, built, reached)
+                split = dataclasses.replace(scenario, eager=True, mail_rate=EVERY_CHANCE)
+                _record(results, counterexamples, findings, "job.watermarks", split, watermarks(run))
+                _record(results, counterexamples, findings, "job.end-of-input", split, end_of_input(run))
             continue
         faulty = simulate(subject, scenario)
         if not isinstance(faulty, str):

@@ -27,7 +27,7 @@ from streamproof.properties.job.values import canonical
 
 SCENARIO_FORMAT = "streamproof-job-scenario/1"
 CALLBACK_SECONDS = 5.0
-MAX_STEPS = 100_000
+STEPS_PER_ELEMENT = 200  # a run longer than this many steps per source element is stuck (livelock)
 
 
 class JobCertifyError(ValueError):
@@ -269,7 +269,8 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     rng = random.Random(scenario.seed)
     try:
         job = _observed_graph_job()(spec, None, random.Random(rng.random()))
-        steps, applied, interrupted = run_schedule(job, rng, scenario.faults if faults is None else faults, MAX_STEPS)
+        budget = max(10_000, STEPS_PER_ELEMENT * sum(len(elements) for elements in spec.sources))
+        steps, applied, interrupted = run_schedule(job, rng, scenario.faults if faults is None else faults, budget)
     except SimulationError as e:
         return f"the job did not finish: {e}"
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything: a verdict, not a crash
