@@ -155,18 +155,28 @@ def plan(subject: JobSubject, examples: int, seed: int) -> Iterator[tuple[str, J
 
 
 def uses_processing_time(subject: JobSubject) -> bool:
-    """Whether a keyed function of the job registers processing-time timers (read from its code)."""
-    import inspect
-
+    """Whether a keyed function of the job reads processing time or registers processing-time
+    timers, read from the files its code comes from (a class defined in the job's file included;
+    ``inspect.getsource`` cannot find those once the capture forgot the job's modules)."""
+    files = set()
     for node in subject.pipeline.nodes:
-        function = node.function
-        if function is None or node.key_selector is None:
+        if node.function is None or node.key_selector is None:
             continue
+        function = node.function
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            files.add(code.co_filename)
+        for attribute in vars(type(function)).values():
+            code = getattr(attribute, "__code__", None)
+            if code is not None:
+                files.add(code.co_filename)
+    for path in files:
         try:
-            source = inspect.getsource(type(function) if not inspect.isfunction(function) else function)
-        except (OSError, TypeError):
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
             return True  # unknown: vary the clock
-        if "register_processing_time_timer" in source or "current_processing_time" in source:
+        if "processing_time" in text:
             return True
     return False
 
