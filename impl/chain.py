@@ -20,7 +20,7 @@ from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.task import (
     CheckpointBarrier, EndOfData, FlushRecord, MailboxWatermarkProcessor, OperatorTask, TaskConfig, TaskSnapshot,
-    flush_processing_time_timers,
+    pending_timers, flush_processing_time_timers,
 )
 from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
 
@@ -183,7 +183,8 @@ class KeyedOperator(ChainedOperator):
         self.flush: FlushRecord | None = None
         # FLIP-443 coverage: records processed between two parts of this operator's split firing,
         # and those of a key whose event-time timer was due and not fired yet
-        self.split_records = self.split_due_key_records = 0
+        self.split_records = self.split_due_key_records = self.split_timer_changes = 0
+        self.timers_before_end: int | None = None  # metric: timers fired when MAX_WATERMARK arrived
         self.late_at: list[int] = []  # positions in the log where a record behind the watermark came in
 
     @property
@@ -209,36 +210,47 @@ class KeyedOperator(ChainedOperator):
                            f"in end_input() or finish() of an upstream keyed operator): {record.value!r}")
         if record.timestamp <= self.watermark_processor.max_input_watermark:
             self.late_at.append(len(self.log))  # what it registers may be behind the watermark already
-        if self.interrupted:
-            self.split_records += 1
-            if self._due_timer_of(record.key):
-                self.split_due_key_records += 1
+        if not self.interrupted:
+            self.operator.process_element(record)
+            return
+        before = self._event_timers_of(record.key)
+        self.split_records += 1
+        if any(timer[0] <= self.watermark_processor.max_input_watermark for timer in before):
+            self.split_due_key_records += 1  # a record of a key whose timer is due but not fired yet
         self.operator.process_element(record)
+        if self._event_timers_of(record.key) != before:
+            self.split_timer_changes += 1  # it registered or deleted an event-time timer
 
-    def _due_timer_of(self, key: Any) -> bool:
-        """Whether ``key`` has an event-time timer at or below the watermark being fired."""
+    def _event_timers_of(self, key: Any) -> set:
+        """The event-time timers pending for ``key`` (every timer service of the operator)."""
         from streamproof.impl.keygroups import assign_to_key_group
 
-        operator, watermark = self.operator, self.watermark_processor.max_input_watermark
+        operator = self.operator
         key_group = assign_to_key_group(key, operator.key_context.max_parallelism)
         if not operator.key_group_range.contains(key_group):
-            return False
-        return any(timer[1] == key and timer[0] <= watermark for service in operator.time_service_manager.services.values()
-                   for timer in service.event_time_timers_queue.get_subset_for_key_group(key_group))
+            return set()
+        return {timer for service in operator.time_service_manager.services.values()
+                for timer in service.event_time_timers_queue.get_subset_for_key_group(key_group) if timer[1] == key}
 
     def process_watermark(self, timestamp: int) -> None:
         if timestamp == MAX_WATERMARK and self.input_ended_at is None:
             self.input_ended_at = len(self.log)  # every input ended (drain): what it emits from here is at the end
+        if timestamp >= MAX_WATERMARK and self.timers_before_end is None:
+            self.timers_before_end = self.operator.timers_fired
         if self.interruptible:
             self.watermark_processor.emit_watermark_inside_mailbox(timestamp)
         else:  # AbstractStreamOperator.processWatermark: advance, then emit (Flink does not dedupe)
             self.watermark_processor.max_input_watermark = max(self.watermark_processor.max_input_watermark, timestamp)
+            fired_before = self.operator.timers_fired
             self.operator.time_service_manager.advance_watermark(timestamp)
+            self.watermark_processor.count_fired(fired_before, timestamp)
             self.watermark_processor.last_emitted = max(self.watermark_processor.last_emitted, timestamp)
             self.emit_watermark(timestamp)
 
     def end_input_and_finish(self) -> None:
         task = self.task
+        if self.timers_before_end is None:
+            self.timers_before_end = self.operator.timers_fired
         if task.config.drain:
             self.operator.end_input()
             self.flush, dropped = flush_processing_time_timers(self.operator, self.log, task.config.firing_budget,
@@ -397,6 +409,18 @@ class ChainTask(OperatorTask):
         # runs; its result is the blocking partition), unless an operator has uncommitted output
         # or a checkpoint waits for it (set by the job)
         self.terminate_on_finish = False
+        self.keeps_history = False  # set by the job: record per key group what the keyed head consumed
+
+    @property
+    def history_max_parallelism(self) -> int | None:
+        head = self.operators[0] if self.operators else None
+        if not self.keeps_history or not isinstance(head, KeyedOperator):
+            return None
+        return head.operator.key_context.max_parallelism
+
+    @property
+    def keyed(self) -> list["KeyedOperator"]:
+        return [op for op in self.operators if isinstance(op, KeyedOperator)]
 
     @property
     def head(self) -> ChainedOperator:
@@ -466,7 +490,8 @@ class ChainTask(OperatorTask):
         pass
 
     def timers_fired_before_end_of_input(self) -> int:
-        return 0
+        return sum(op.operator.timers_fired if op.timers_before_end is None else op.timers_before_end
+                   for op in self.keyed)
 
     # -- life cycle ------------------------------------------------------------------------------
     def restore_operators(self, snapshots: list[TaskSnapshot]) -> None:
@@ -480,10 +505,16 @@ class ChainTask(OperatorTask):
             else:
                 op.restore([snap.sink[op.name] for snap in snapshots if snap.sink.get(op.name) is not None
                             and snap.vertex_subtask % self.vertex_parallelism == self.vertex_subtask])
+        self._restore_history(snapshots)
+        self.restored_timers = -1  # counted once open() brought the timer services back
 
     def open(self) -> None:
         for op in reversed(self.operators):  # tail first, as Flink opens a chain
             op.open()
+        keyed = self.keyed
+        self._resume_at_restored_watermark([(op.watermark_processor, op.operator) for op in keyed])
+        if self.restored_timers:
+            self.restored_timers = sum(pending_timers(op.operator) for op in keyed)
 
     def _end_input(self) -> None:
         """Head to tail: each operator ends its input and finishes (its output reaching the next
@@ -512,11 +543,15 @@ class ChainTask(OperatorTask):
         if self.state not in (self.FINISHED, self.TERMINATED):
             for op in self.operators:  # a finished operator is not asked again (FLIP-147)
                 op.prepare_snapshot_pre_barrier(checkpoint_id)
+        if any(pending_timers(op.operator) for op in self.keyed):
+            self.snapshots_with_timers += 1
         states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators}
         return TaskSnapshot(self.subtask_index, self.key_group_range, None, states,
                             processing_time=self.processing_time_service.get_current_processing_time(),
                             lineage=self.record_lineage(), vertex=self.name, vertex_subtask=self.vertex_subtask,
-                            channels=self.channel_ids)
+                            channels=self.channel_ids, watermark=self.valve.last_output,
+                            history={kg: (entries, len(entries)) for kg, entries in self.history.items()},
+                            element_lineage=self.lineage())
 
     def _forward_barrier(self, checkpoint_id: int, unaligned: bool) -> None:
         for output in self.network_outputs:

@@ -14,6 +14,7 @@ are routed again and their watermarks are dropped (the next watermark supersedes
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -57,6 +58,16 @@ class GraphJobSpec:
     processing_time: str = "steps"
     # a failure-free replay: per (chain, subtask), the channels its records come from, in order
     forced_lineage: dict | None = None
+    # ... or the channels of every input element it consumes, in order (the one-stage lineage)
+    forced_elements: dict | None = None
+    # what the one-stage runtime (impl.job.JobSpec) also does, for a one-operator graph run as it
+    # (impl.one_operator_job): the order of equal-timestamp timers (impl.timers.TIE_ORDERS), the
+    # counterfactual restore of watermarks, per key-group histories of keyed heads, and FLIP-147
+    # sources restored as finished when they had ended at the checkpoint
+    timer_tie_order: str = "insertion"
+    restore_watermarks: bool = False
+    histories: bool = False
+    ended_sources_finished_on_restore: bool = False
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:
@@ -118,12 +129,10 @@ class GraphSourceTask(SourceTask):
         if self.offset < len(self.elements) and program is not None:
             self._emit_with(program)
             return
-        if self.offset < len(self.elements):
-            element = self.elements[self.offset]
-            self.offset += 1
-            self.job.write(*self.job.graph.source_subtasks()[self.index], element)
-            return
-        super().emit_next()  # end of input: MAX_WATERMARK and EndOfData through broadcast()
+        super().emit_next()  # records through _send(), the rest (end of input too) through broadcast()
+
+    def _send(self, record: StreamRecord) -> None:
+        self.job.write(*self.job.graph.source_subtasks()[self.index], record)
 
     def _emit_with(self, program: SourceProgram) -> None:
         """A captured job's source: records through its chained functions and timestamp assigner,
@@ -325,6 +334,8 @@ class GraphJob:
             self._wire(task)
         if checkpoint is not None:
             self._restore(checkpoint)
+            if spec.ended_sources_finished_on_restore:
+                self._end_finished_sources(checkpoint)
         for task in self.tasks:
             task.open()
         self.deployed: set[int] = set()
@@ -334,6 +345,31 @@ class GraphJob:
                     f"pipelined region {sorted(region)} needs {graph.slots_needed(region)} slots, the cluster has "
                     f"{spec.slots}")
         self.schedule()
+
+    def _end_finished_sources(self, checkpoint: CompletedCheckpoint) -> None:
+        """FLIP-147 (as :meth:`impl.job.Job._end_finished_sources`): a source subtask that had sent
+        EndOfData when the checkpoint was triggered is restored as finished; every task consumes
+        its channels (replayed channel state first) before anything else."""
+        ended = [i for i, done in enumerate(checkpoint.sources_ended or ()) if done]
+        if not ended:
+            return
+        for i in ended:
+            self.sources[i].end()
+        subtasks = self.graph.source_subtasks()
+        for task in self.tasks:
+            channels = [task.channel_index[subtasks[i]] for i in ended if subtasks[i] in task.channel_index]
+            if channels:
+                task.forced = deque(channel for channel in channels for _ in task.inputs[channel])
+                task.source_done = self._source_done(task)
+
+    def _source_done(self, task: ChainTask) -> Callable[[int], bool]:
+        """Whether nothing more comes on ``task``'s channel (the channels from sources only)."""
+        index = {task.channel_index[c]: i for i, c in enumerate(self.graph.source_subtasks()) if c in task.channel_index}
+
+        def done(channel: int) -> bool:
+            source = index.get(channel)
+            return source is not None and (self.sources[source].ended or self.sources[source].exhausted)
+        return done
 
     # -- FLIP-331 scheduling -----------------------------------------------------------------------
     def _region_tasks(self, index: int) -> list[ChainTask]:
@@ -393,20 +429,28 @@ class GraphJob:
         spec, task_id = self.spec, len(self.tasks)
         kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, chain.parallelism, s)
         channels = self._channels(chain.head, s)
+        # input-driven clocks resume where the checkpoint's tasks owning the same key groups were
         clock = self.clock if spec.processing_time == "steps" else ManualProcessingTimeService(
-            start=max((snap.processing_time for snap in self.restoring.task_snapshots if snap.vertex == chain.name),
+            start=max((snap.processing_time for snap in self.restoring.task_snapshots if snap.vertex == chain.name
+                       and snap.key_group_range.get_intersection(kgr).get_number_of_key_groups()),
                       default=0) if self.restoring is not None else 0)
         task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(clock, self, task_id),
                          spec.config, self._acknowledger(self.attempt))
         if spec.processing_time == "input":
             task.advance_processing_time = _input_clock(clock, task)
-        if spec.forced_lineage is not None and (chain.name, s) in spec.forced_lineage:
-            from collections import deque
-            task.forced_records = deque(spec.forced_lineage[(chain.name, s)])
         task.channel_index = {c: i for i, c in enumerate(channels)}
+        if spec.forced_lineage is not None and (chain.name, s) in spec.forced_lineage:
+            task.forced_records = deque(spec.forced_lineage[(chain.name, s)])
+        if spec.forced_elements is not None and (chain.name, s) in spec.forced_elements:
+            task.forced = deque(spec.forced_elements[(chain.name, s)])
+            task.source_done = self._source_done(task)
         task.vertex_parallelism = chain.parallelism
+        task.keeps_history = spec.histories
         for index, name in enumerate(chain.operators):
             task.operators.append(self._operator(name, index, task))
+        if spec.timer_tie_order != "insertion":  # before restore and open() create the timer services
+            for op in task.keyed:
+                op.operator.time_service_manager.set_tie_order(spec.timer_tie_order)
         task.on_finished = self._task_finished
         task.terminate_on_finish = chain.name in self.graph.blocking_chains()
         task.deployed = False  # until the scheduler deploys its region
@@ -454,7 +498,7 @@ class GraphJob:
     def _restore(self, checkpoint: CompletedCheckpoint) -> None:
         """Keyed state by key group; other operator state by old subtask modulo the new
         parallelism (nothing dropped); then the in-flight data of unaligned checkpoints."""
-        same_layout = checkpoint.parallelism == self.layout()
+        same_layout, spec = checkpoint.parallelism == self.layout(), self.spec
         for chain in self.graph.chains:
             snapshots = [snap for snap in checkpoint.task_snapshots if snap.vertex == chain.name]
             for s in range(chain.parallelism if snapshots else 0):
@@ -463,6 +507,12 @@ class GraphJob:
                 own = next((snap for snap in snapshots if snap.vertex_subtask == s), None)
                 task.inherited_records = list(own.lineage) if same_layout and own is not None and \
                     own.lineage is not None else None
+                task.inherited = list(own.element_lineage) if same_layout and own is not None and \
+                    own.element_lineage is not None else None
+                owned = [snap for snap in snapshots
+                         if snap.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
+                if spec.restore_watermarks and owned:  # the counterfactual (never Flink): see JobSpec
+                    task.restored_watermark = min(snap.watermark for snap in owned)
         for snapshot in checkpoint.task_snapshots:
             self._replay_channel_state(snapshot, same_layout)
 

@@ -121,7 +121,7 @@ class SourceTask:
             element = self.elements[self.offset]
             self.offset += 1
             if isinstance(element, StreamRecord):
-                self.job.send(self.index, self.job.route(element), element)
+                self._send(element)
                 if self.max_timestamp is None or element.timestamp > self.max_timestamp:
                     self.max_timestamp = element.timestamp
                 if self.restart_tick is not None and self.restart_tick[0] == self.offset - 1:
@@ -139,6 +139,9 @@ class SourceTask:
             self.exhausted = True  # stop-with-savepoint without drain: no MAX_WATERMARK, no EndOfData
             return
         self.end()
+
+    def _send(self, record: StreamRecord) -> None:
+        self.job.send(self.index, self.job.route(record), record)
 
     def end(self) -> None:
         """End of input with drain: MAX_WATERMARK, then EndOfData."""

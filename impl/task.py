@@ -196,6 +196,8 @@ class TaskSnapshot:
     # snapshot): the list only grows, so its prefix is the snapshot's without copying it
     history: dict = field(default_factory=dict)
     lineage: list | None = field(default_factory=list)  # channels of the input consumed up to the snapshot, in order
+    # a chain task (whose ``lineage`` counts records only): the channels of every input element
+    element_lineage: list | None = None
     # a task of a job graph: its chain, its index in the chain's subtasks, the ids of its input channels
     vertex: str | None = None
     vertex_subtask: int = 0
@@ -313,32 +315,45 @@ class OperatorTask:
         self.dropped_after_horizon = 0  # metric: timers registered during the end-of-input flush after its horizon
         self.flush: FlushRecord | None = None  # where the end-of-input flush sits in the output log
 
+    @property
+    def history_max_parallelism(self) -> int | None:
+        """The max parallelism key groups of the history are counted with (None: no history)."""
+        return self.operator.key_context.max_parallelism
+
     # -- life cycle -------------------------------------------------------------------------
     def restore(self, snapshots: list[TaskSnapshot], sink_states: list[dict]) -> None:
         """Initializes state from the snapshots of the previous attempts (any parallelism)."""
         self.operator.initialize_state([snap.operator for snap in snapshots])
         self.sink.initialize_state(sink_states)
+        self._restore_history(snapshots)
+        self.restored_timers = -1  # counted once open() brought the timer services back
+
+    def _restore_history(self, snapshots: list[TaskSnapshot]) -> None:
         kgr = self.key_group_range
         for snap in snapshots:
             for key_group, (entries, length) in snap.history.items():
                 if kgr.contains(key_group) and snap.key_group_range.contains(key_group):
                     self.history[key_group] = entries[:length]
-        self.restored_timers = -1  # counted once open() brought the timer services back
 
     def open(self) -> None:
         self.operator.open()
-        if self.restored_watermark > MIN_WATERMARK:  # the counterfactual JobSpec.restore_watermarks
-            # resume at the watermark (nothing fires now: due timers fire with the next one, as
-            # the timers of an interrupted firing do after a restore)
-            watermark = self.restored_watermark
-            self.valve.watermarks = [watermark] * len(self.valve.watermarks)
-            self.valve.last_output = watermark
-            self.watermark_processor.max_input_watermark = watermark
-            for service in self.operator.time_service_manager.services.values():
-                service.current_watermark = max(service.current_watermark, watermark)
+        self._resume_at_restored_watermark([(self.watermark_processor, self.operator)])
         if self.restored_timers:
-            manager = self.operator.time_service_manager
-            self.restored_timers = manager.num_event_time_timers() + manager.num_processing_time_timers()
+            self.restored_timers = pending_timers(self.operator)
+
+    def _resume_at_restored_watermark(self, keyed: list) -> None:
+        """The counterfactual JobSpec.restore_watermarks: resume at the watermark (nothing fires
+        now: due timers fire with the next one, as the timers of an interrupted firing do after a
+        restore). ``keyed``: (watermark processor, KeyedProcessOperator) of each keyed operator."""
+        watermark = self.restored_watermark
+        if watermark <= MIN_WATERMARK:
+            return
+        self.valve.watermarks = [watermark] * len(self.valve.watermarks)
+        self.valve.last_output = watermark
+        for processor, operator in keyed:
+            processor.max_input_watermark = watermark
+            for service in operator.time_service_manager.services.values():
+                service.current_watermark = max(service.current_watermark, watermark)
 
     def receive(self, channel: int, element: Any) -> None:
         if isinstance(element, CheckpointBarrier) and self.config.unaligned_checkpoints and not element.savepoint:
@@ -432,11 +447,11 @@ class OperatorTask:
     def _remember(self, entry: tuple, key: Any = None) -> None:
         """Appends to the history of the record's key group, or of every key group (watermarks,
         processing time)."""
-        kgr, operator = self.key_group_range, getattr(self, "operator", None)
-        if kgr is None or operator is None:  # a chain task: no history (job graphs use no lineage)
+        kgr, max_parallelism = self.key_group_range, self.history_max_parallelism
+        if kgr is None or max_parallelism is None:  # no history kept (chain tasks unless asked)
             return
         if key is not None:
-            self.history.setdefault(assign_to_key_group(key, operator.key_context.max_parallelism), []).append(entry)
+            self.history.setdefault(assign_to_key_group(key, max_parallelism), []).append(entry)
             return
         for key_group in range(kgr.start_key_group, kgr.end_key_group + 1):
             self.history.setdefault(key_group, []).append(entry)
@@ -623,8 +638,7 @@ class OperatorTask:
         sink is chained)."""
 
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
-        manager = self.operator.time_service_manager
-        if manager.num_event_time_timers() or manager.num_processing_time_timers():
+        if pending_timers(self.operator):
             self.snapshots_with_timers += 1
         return TaskSnapshot(self.subtask_index, self.key_group_range,
                             self.operator.snapshot_state(self.config.snapshot_format),
@@ -659,3 +673,9 @@ class OperatorTask:
     @property
     def input_ended(self) -> bool:
         return self.state in (self.FINISHED, self.TERMINATED)
+
+
+def pending_timers(operator: KeyedProcessOperator) -> int:
+    """The event- and processing-time timers ``operator`` has pending."""
+    manager = operator.time_service_manager
+    return manager.num_event_time_timers() + manager.num_processing_time_timers()

@@ -23,7 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 from streamproof.impl.job import JobSpec
-from streamproof.impl.sim import Fault, SimulationResult, simulate
+from streamproof.impl.one_operator_job import simulate_one_operator
+from streamproof.impl.sim import Fault, SimulationResult
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.job import check as job_check
 from streamproof.properties.job.functions import FUNCTIONS
@@ -123,7 +124,7 @@ def _run(scenario: Scenario, interruptible: bool, seed: int, faults: tuple = (),
             spec = dataclasses.replace(spec, restore_watermarks=True)
         if not checkpoints:
             spec = dataclasses.replace(spec, checkpoint_interval=10**9)
-        return simulate(spec, seed, faults)
+        return simulate_one_operator(spec, seed, faults)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything: a verdict, not a crash
         return f"{type(e).__name__}: {' '.join(str(e).split())}"
 
