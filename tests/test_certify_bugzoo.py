@@ -84,19 +84,19 @@ def restored_timers_fire_at_the_regenerated_watermark() -> bool:
 def a_record_replayed_twice_after_a_rescale() -> Iterator[None]:
     """A runtime bug (the test's, not certify's): a rescaled restore rewinds each source's offset
     by one, so the record before the checkpoint's offset is consumed twice."""
-    from streamproof.impl.job import Job
+    from streamproof.impl.graph_job import GraphJob
 
-    original = Job._deploy
+    original = GraphJob._deploy
 
     def deploy(self, checkpoint):
-        if checkpoint is not None and checkpoint.parallelism != self.parallelism:
+        if checkpoint is not None and checkpoint.parallelism != self.layout():
             checkpoint = dataclasses.replace(checkpoint, source_offsets=[max(0, o - 1) for o in checkpoint.source_offsets])
         original(self, checkpoint)
-    Job._deploy = deploy
+    GraphJob._deploy = deploy
     try:
         yield
     finally:
-        Job._deploy = original
+        GraphJob._deploy = original
 
 
 def a_record_replayed_twice_is_refused() -> bool:
