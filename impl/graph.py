@@ -76,6 +76,8 @@ class JobGraph:
 
     def __post_init__(self) -> None:
         self.by_name = {op.name: op for op in self.operators}
+        self._outputs: dict[str, list[Edge]] = {}
+        self._source_subtasks: list[tuple[str, int]] | None = None
         self.validate()
         self.chains = self._build_chains()
         self.chain_of = {op: chain.name for chain in self.chains for op in chain.operators}
@@ -85,7 +87,11 @@ class JobGraph:
         return [e for e in self.edges if e.target == name]
 
     def outputs(self, name: str) -> list[Edge]:
-        return [e for e in self.edges if e.source == name]
+        """The edges leaving ``name`` (computed once: a graph does not change; read, never modify)."""
+        cached = self._outputs.get(name)
+        if cached is None:
+            cached = self._outputs[name] = [e for e in self.edges if e.source == name]
+        return cached
 
     @property
     def source(self) -> OperatorNode:
@@ -98,8 +104,10 @@ class JobGraph:
 
     def source_subtasks(self) -> list[tuple[str, int]]:
         """(source operator, its subtask) for each global source index, in order: a scenario's
-        ``source`` field counts across the source operators in their order."""
-        return [(op.name, i) for op in self.sources for i in range(op.parallelism)]
+        ``source`` field counts across the source operators in their order (computed once)."""
+        if self._source_subtasks is None:
+            self._source_subtasks = [(op.name, i) for op in self.sources for i in range(op.parallelism)]
+        return self._source_subtasks
 
     def topological_order(self) -> list[str]:
         order, indegree = [], {op.name: len(self.inputs(op.name)) for op in self.operators}

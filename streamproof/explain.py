@@ -294,6 +294,12 @@ def _job_run(scenario: Scenario, on_graph: bool):
         from streamproof.properties.termination import check
         plain, reference = check.run(scenario), None
         runner = lambda: check._run.__wrapped__(text)  # noqa: E731
+    elif (scenario.property or "").startswith("certify."):  # certify's own faulty run (its one-operator graph)
+        from streamproof.properties import certify_checks
+        from streamproof.properties.job.steps import faults_of, job_params
+        plain, reference = certify_checks.runs(scenario).faulty, None
+        runner = lambda: certify_checks._run(scenario, True, job_params(scenario)["seed"],  # noqa: E731
+                                             faults_of(scenario))
     else:
         from streamproof.properties.job import check
         plain, reference = check.runs(scenario, on_graph)

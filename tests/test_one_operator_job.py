@@ -1,0 +1,89 @@
+"""Certify's runtime for one operator is the job-graph runtime (impl/one_operator_job.py): the
+one-operator graph keeps what the one-stage runtime gave certification (exactly-once output, the
+lineage of every input element, per key-group histories, timer metrics), checked against the
+one-stage runtime on random jobs and on replays of each other's lineage."""
+
+import dataclasses
+from collections import Counter
+
+from hypothesis import HealthCheck, event, given, settings
+
+from streamproof.impl.graph_job import GraphJob
+from streamproof.impl.one_operator_job import graph_spec_of, simulate_one_operator
+from streamproof.impl.sim import simulate
+from streamproof.properties.job.catalogue import job_scenarios
+from streamproof.properties.job.check import _spec, model_reference
+from streamproof.properties.job.steps import faults_of, job_params
+
+SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+@SETTINGS
+@given(job_scenarios())
+def test_the_one_operator_graph_commits_the_model_reference_under_faults(scenario):
+    seed, faults = job_params(scenario)["seed"], faults_of(scenario)
+    run = simulate_one_operator(_spec(scenario, None), seed, faults)
+    event(f"failovers: {min(run.failovers, 2)}")
+    assert Counter(run.committed) == model_reference(scenario)
+
+
+def _replay(spec, lineage):
+    """A failure-free replay of ``lineage``, as certification makes it."""
+    return dataclasses.replace(spec, forced_lineage=lineage, channel_capacity=10**9, checkpoint_interval=10**9,
+                               parallelism=len(lineage))
+
+
+@SETTINGS
+@given(job_scenarios())
+def test_each_runtime_replays_the_others_lineage_to_the_same_histories(scenario):
+    """The lineage of every input element one runtime recorded, replayed on the other, consumes
+    the input in that order: the same lineage, the same per key-group histories, the same output
+    and the same timers fired before the end of input."""
+    seed = job_params(scenario)["seed"]
+    spec = _spec(scenario, False)
+    one_stage, graph = simulate(spec, seed), simulate_one_operator(spec, seed)
+    for recorded, replay_on in ((one_stage, simulate_one_operator), (graph, simulate)):
+        assert recorded.lineage is not None
+        replayed = replay_on(_replay(spec, recorded.lineage), seed)
+        assert replayed.lineage == recorded.lineage
+        assert replayed.histories == recorded.histories
+        assert Counter(replayed.committed) == Counter(recorded.committed)
+        assert replayed.timers_before_end == recorded.timers_before_end
+        assert replayed.event_timers_before_end == recorded.event_timers_before_end
+    event(f"timers fired before the end: {bool(graph.timers_before_end)}")
+
+
+def test_a_restore_brings_back_histories_lineage_and_timers():
+    """A failure after a checkpoint with timers pending: the restored tasks inherit the lineage
+    and histories their snapshots had, and count the timers they restored."""
+    from streamproof.impl.job import JobSpec
+    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.sim import Fault
+    from streamproof.impl.task import Watermark
+
+    class Remind(KeyedProcessFunction):
+        def process_element(self, value, ctx, out):
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
+
+        def on_timer(self, timestamp, ctx, out):
+            out.collect((ctx.get_current_key(), timestamp))
+
+    elements = [StreamRecord(k, k, t) for t, k in enumerate("abcdabcd")] + [Watermark(20)]
+    spec = JobSpec([elements], Remind, parallelism=2, checkpoint_interval=3)
+    run = simulate_one_operator(spec, 7, (Fault("fail", at=25, checkpoints=1),))
+    assert run.failovers == 1 and run.restored_timers > 0 and run.snapshots_with_timers > 0
+    assert run.lineage is not None and any(run.histories.values())
+    replay = simulate_one_operator(_replay(spec, run.lineage), 7)
+    assert replay.histories == run.histories
+    assert Counter(run.committed) == Counter(replay.committed) == Counter((k, t + 5) for t, k in enumerate("abcdabcd"))
+
+
+def test_the_graph_is_source_keyed_operator_and_chained_sink():
+    from streamproof.impl.job import JobSpec
+    from streamproof.impl.operators import KeyedProcessFunction
+
+    spec = graph_spec_of(JobSpec([[], []], KeyedProcessFunction, parallelism=3))
+    assert [(c.operators, c.parallelism) for c in spec.graph.chains] == [
+        (("source",), 2), (("keyed-process", "sink"), 3)]
+    assert spec.histories and spec.watermark_mode == "flink-2.3"
+    assert isinstance(GraphJob(spec), GraphJob)
