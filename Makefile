@@ -34,7 +34,7 @@ run: $(STAMP) java
 
 ## make test: the test suite
 test: $(STAMP) java
-	$(PY) -m pytest -q -p no:cacheprovider --hypothesis-profile=ci -n auto --maxprocesses 4 --dist worksteal
+	$(PY) -m pytest -q -p no:cacheprovider --hypothesis-profile=ci -n auto --maxprocesses 4 --dist worksteal --durations=25
 
 ## make conformance: random scenarios of every family on Flink's own classes (jars of PyPI's
 ## apache-flink-libraries, cached in ~/.cache/streamproof), the implementation and the model.

@@ -41,8 +41,11 @@ class Command:
 
     def __init__(self, *args: str, cwd: Path = REPO) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYPOTHESIS_PROFILE": "ci"}
+        # SIGINT as a terminal gives it, whatever the suite was started from (a background job
+        # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt)
         self.proc = subprocess.Popen([sys.executable, "-m", "streamproof", *map(str, args)], cwd=cwd, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.events: queue.Queue = queue.Queue()
         self.readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in self.lines]
