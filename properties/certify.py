@@ -103,7 +103,13 @@ def _import(spec: str, module_name: str):
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the user's modules, as `python -m` finds them
     try:
-        return importlib.import_module(module_name)
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            from streamproof.flink.capture import bind_missing_pyflink
+            if not (e.name or "").split(".")[0] == "pyflink" or not bind_missing_pyflink():
+                raise
+            return importlib.import_module(module_name)  # written for PyFlink: imported bound to streamproof
     except Exception as e:  # noqa: BLE001 - any import failure is bad input
         raise CertifyError(f"{spec!r}: cannot import {module_name}: {type(e).__name__}: {e}") from None
     except SystemExit as e:

@@ -75,6 +75,58 @@ def _cli(*args: str, cwd: Path, hide_pyflink: bool = False) -> subprocess.Comple
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+OPERATOR_FOR_PYFLINK = """
+from hypothesis import strategies as st
+from pyflink.common import Types
+from pyflink.datastream import KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
+
+
+class CountAtFiring(KeyedProcessFunction):
+    def open(self, ctx):
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 10)
+
+    def on_timer(self, ts, ctx):
+        yield ctx.get_current_key(), ts, self.n.value()
+
+
+def records():
+    return st.tuples(st.sampled_from("abc"), st.integers(0, 100))
+
+
+def key(record):
+    return record[0]
+
+
+def timestamp(record):
+    return record[1]
+"""
+
+
+@pytest.mark.parametrize("hide_pyflink", [False, True], ids=["pyflink-importable", "pyflink-hidden"])
+def test_an_operator_written_for_pyflink_is_certified_with_or_without_genuine_pyflink(tmp_path, hide_pyflink):
+    """Its imports untouched: genuine PyFlink's classes when installed, else streamproof's bound to
+    the ``pyflink`` names. It reads its count at firing time: a split firing changes the output."""
+    (tmp_path / "count_at_firing.py").write_text(OPERATOR_FOR_PYFLINK)
+    result = _cli("certify", "count_at_firing:CountAtFiring", "--examples", "20", "--out", str(tmp_path / "c"),
+                  cwd=tmp_path, hide_pyflink=hide_pyflink)
+    assert result.returncode == 1, result.stdout + result.stderr
+    verdicts = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines() if line.startswith("certify.")}
+    assert verdicts == {"certify.same-output": "held", "certify.interruptible-timers": "failed",
+                        "certify.watermarks": "held", "certify.end-of-input": "held"}, result.stdout
+
+
+def test_an_operator_module_missing_another_module_is_one_line(tmp_path):
+    (tmp_path / "needs_kafka.py").write_text("import kafka_client_nobody_installed\n")
+    result = _cli("certify", "needs_kafka:Op", cwd=tmp_path, hide_pyflink=True)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "No module named 'kafka_client_nobody_installed'" in result.stderr
+
+
 @pytest.mark.parametrize("hide_pyflink", [False, True], ids=["pyflink-importable", "pyflink-hidden"])
 def test_the_cli_refuses_the_unsafe_job_with_or_without_genuine_pyflink(tmp_path, hide_pyflink):
     result = _cli("certify", str(JOBS / "timer_sum_unsafe.py"), "--examples", "2", "--out", str(tmp_path / "c"),

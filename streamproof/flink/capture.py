@@ -254,6 +254,24 @@ def _is_pyflink(name: str) -> bool:
     return name == "pyflink" or name.startswith("pyflink.")
 
 
+def bind_missing_pyflink() -> bool:
+    """Without apache-flink installed, makes every later ``pyflink*`` import a streamproof module
+    (for the rest of the process; a module written for PyFlink then imports as written). False
+    when a genuine ``pyflink`` is importable (it is used as it is)."""
+    if any(isinstance(f, _Finder) for f in sys.meta_path):
+        return True
+    blocked = [name for name, module in sys.modules.items() if _is_pyflink(name) and module is None]
+    if blocked:  # ``sys.modules["pyflink"] = None``: genuine PyFlink blocked, streamproof's stands in
+        for name in blocked:
+            del sys.modules[name]
+        sys.meta_path.insert(0, _Finder())
+        return True
+    if importlib.util.find_spec("pyflink") is not None:
+        return False
+    sys.meta_path.append(_Finder())  # after the real finders: a genuine pyflink installed later wins
+    return True
+
+
 # -- capture ----------------------------------------------------------------------------------
 def _one_line(text: str) -> str:
     return " ".join(str(text).split()) or "(no message)"
