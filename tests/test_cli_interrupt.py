@@ -115,7 +115,7 @@ def test_check_interrupted_after_a_property_exits_130_and_keeps_its_line(command
 
 
 def test_certify_interrupted_keeps_the_finished_properties_lines(command, tmp_path):
-    c = command("certify", "tests.certify_operators:GoodSum", "--examples", "300", "--out", tmp_path / "cert")
+    c = command("certify", "tests.certify_operators:GoodSum", "--examples", "150", "--out", tmp_path / "cert")
     c.wait_for("stdout", lambda ln: ln.startswith("certify.same-output"))
     assert c.interrupt() == 130, c.lines["stderr"][-8:]
     assert [ln.split()[:2] for ln in c.lines["stdout"]] == [["certify.same-output", "held"]]

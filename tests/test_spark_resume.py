@@ -16,7 +16,8 @@ from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS
 
 pytestmark = pytest.mark.timeout(2400)
 PROPS = ["timers.differential", "mailbox.differential"]
-ARGS = ["campaign", *PROPS, "--master", "local[2]", "--seeds", "0:40", "--examples", "2", "--campaign", "kill",
+SEEDS = 24  # 2 properties x 24 seeds in chunks of 2: 24 chunks (9 committed before the driver is killed)
+ARGS = ["campaign", *PROPS, "--master", "local[2]", "--seeds", "0:24", "--examples", "2", "--campaign", "kill",
         "--chunk-seeds", "2", "--wave-seconds", "1", "--no-report"]
 
 
@@ -64,7 +65,7 @@ def test_killed_worker_then_killed_driver_then_resume(tmp_path):
             testing.kill_group(proc)
         log.close()
     committed = chunks(out)
-    assert 0 < committed < 40, committed
+    assert 0 < committed < SEEDS, committed
     assert not [p for p in testing.descendants(proc.pid)], "processes of the killed campaign are left"
 
     result = testing.streamproof(*ARGS, "--out", out, "--resume", "--json", cwd=tmp_path)
@@ -72,11 +73,11 @@ def test_killed_worker_then_killed_driver_then_resume(tmp_path):
     summary = testing.summary(result)
     assert summary["verified"] and summary["holds"]
     run = summary["run"]
-    assert 0 < run["chunks_resumed"] <= committed and run["chunks_run"] == 40 - run["chunks_resumed"]
+    assert 0 < run["chunks_resumed"] <= committed and run["chunks_run"] == SEEDS - run["chunks_resumed"]
     rows = testing.deterministic_rows(out, "kill")
     spec = specs.CampaignSpec.from_json(open(next((out / "_campaigns" / "kill" / "spec").glob("part-*"))).read())
     expected = {}
     for prop in PROPS:
-        for r in executor.run_seeds_locally(spec.executor_config(prop), range(0, 40)):
+        for r in executor.run_seeds_locally(spec.executor_config(prop), range(0, SEEDS)):
             expected[(r["property"], r["seed"])] = tuple(r[c] for c in DETERMINISTIC_COLUMNS)
     assert rows == expected  # every seed exactly once, each as a run without Spark computes it
