@@ -54,9 +54,17 @@ def _args(text: str | None):
 @click.option("--late/--no-late", default=None,
               help="whether records may fall behind their source's watermark [default: yes, or the module's LATE]; "
                    "--no-late for input that is never late (e.g. a window operator's results)")
+@click.option("--on-flink", is_flag=True,
+              help="a job: also run it on Apache Flink (PyFlink's local MiniCluster; the flink extra and Java 17): "
+                   "failure-free runs, runs with a failure injected, and whether the simulator gives Flink's outputs")
+@click.option("--flink-faults", type=click.IntRange(0), default=6, show_default=True, metavar="N",
+              help="with --on-flink: runs with a failure injected")
+@click.option("--flink-time-limit", type=click.FloatRange(1), default=600, show_default=True, metavar="SECONDS",
+              help="with --on-flink: the longest a batch of Flink runs may take")
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
             records: str | None, stream: str | None, key: str | None, timestamp: str | None,
-            args_json: str | None, span: int | None, layout: str | None, late: bool | None) -> None:
+            args_json: str | None, span: int | None, layout: str | None, late: bool | None,
+            on_flink: bool = False, flink_faults: int = 6, flink_time_limit: float = 600) -> None:
     """Certify a PyFlink job as written (a job file or module: its own records, watermarks and
     keys) or one keyed operator (MODULE:CLASS: a PyFlink KeyedProcessFunction, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
@@ -72,8 +80,12 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
         if misplaced:
             raise InputError(f"{misplaced[0]} is for one operator (module:Class); a job brings its own input, keys "
                              "and timestamps")
-        certify_job_command(operator, examples, seed, out, replay_file, records)
+        certify_job_command(operator, examples, seed, out, replay_file, records,
+                            (flink_faults, flink_time_limit) if on_flink else None)
         return
+    if on_flink:
+        raise InputError("--on-flink runs a job (a job file or module) on Apache Flink; certify the operator inside "
+                         "a job to run it on Flink")
     if examples == 0:
         raise InputError("--examples 0: one operator needs at least one example (0 is for a job: its plan only)")
     args = _args(args_json)
@@ -122,7 +134,7 @@ def is_job(target: str) -> bool:
 
 
 def certify_job_command(target: str, examples: int | None, seed: int, out: str, replay_file: str | None,
-                        records: str | None = None) -> None:
+                        records: str | None = None, on_flink: tuple | None = None) -> None:
     """``streamproof certify job.py``: the job as written (docs/certify.md, "Certifying a job")."""
     import os
 
@@ -167,8 +179,36 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
         click.echo(f"  {name} ({o['kind']}, {o['line']}): interruptible timers {o['interruptible timers']}")
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
-    click.echo(f"\n{target}: {certificate.status}; certificate: {md}")
-    click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
+    holds = certificate.holds
+    if on_flink is not None:
+        holds = _on_flink(subject, target, Path(out), command, *on_flink) and holds
+    status = certificate.status if holds or not certificate.holds else "not certified (on Apache Flink)"
+    click.echo(f"\n{target}: {status}; certificate: {md}")
+    click.get_current_context().exit(EXIT_HELD if holds else EXIT_FAILED)
+
+
+def _on_flink(subject, target: str, out: Path, command: str, faults: int, time_limit: float) -> bool:
+    """Runs the job on Apache Flink, prints and appends the certificate's section; whether every
+    committed output under a failure equals a failure-free one."""
+    from streamproof.cli_common import InputError
+    from streamproof.on_flink import oracle, report
+    from streamproof.on_flink.runner import FlinkUnavailable
+
+    if not subject.pipeline.file:
+        raise InputError(f"{target}: --on-flink needs the job's file")
+    try:
+        flink = oracle.run_on_flink(subject, subject.pipeline.file, faults=faults, time_limit=time_limit,
+                                    progress=lambda text: click.echo(f"on Flink: {text}"))
+    except FlinkUnavailable as e:
+        raise InputError(f"{e} (the simulator's certificate is written: {out / 'certificate.md'})") from None
+    report.append(out, flink, command)
+    for f in flink.faults:
+        where = f"{f.function} call {f.fault[2]} ({f.fault[1]})" if f.fault else "-"
+        click.echo(f"  fault at {where}: {f.verdict}" + (f"  {f.detail}" if f.verdict != "agrees" else ""))
+    for ok, how in flink.fidelity:
+        click.echo(f"  Flink output {'produced' if ok else 'NOT produced'} by the simulator: {how}")
+    click.echo(report.verdict_line(flink))
+    return flink.exactly_once
 
 
 class _Run:

@@ -1,0 +1,216 @@
+"""The client of a run on Apache Flink: ``python -m streamproof.on_flink.driver RUNS.json``, started
+by :mod:`streamproof.on_flink.runner` with genuine PyFlink importable.
+
+For each run of ``RUNS.json`` the job's file runs as written (as ``__main__``, its own ``sys.argv``),
+with PyFlink changed at four points only:
+
+- ``get_execution_environment``: the Python of this process for Flink's Python workers, the default
+  parallelism of the run (the job's own ``set_parallelism`` still wins), a fixed-delay restart
+  strategy;
+- every user function the job passes is counted, one of them failed once in a fault run
+  (:mod:`streamproof.on_flink.instrument`);
+- every sink (``print``, ``add_sink``, ``sink_to``) becomes an exactly-once ``FileSink`` (row format,
+  files rolled at each checkpoint) of the canonical values, one folder per sink in the order the job
+  creates them;
+- the first ``execute()`` enables checkpointing (the job's interval, else the run's) and runs the
+  job on the local MiniCluster; a later ``execute()`` is skipped, as certify captures the first.
+
+It writes ``result-K.json`` per run: executed or not, the error (one line) if the job failed on
+Flink, and the seconds the job took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+
+from streamproof.on_flink.instrument import Counting, EncodeForSink, instrument
+
+_FUNCTION_ARGS = {  # (class, method): (positional index, keyword, window function?) of each function
+    ("DataStream", "map"): [(0, "func", False)],
+    ("DataStream", "flat_map"): [(0, "func", False)],
+    ("DataStream", "filter"): [(0, "func", False)],
+    ("DataStream", "process"): [(0, "func", False)],
+    ("KeyedStream", "map"): [(0, "func", False)],
+    ("KeyedStream", "flat_map"): [(0, "func", False)],
+    ("KeyedStream", "filter"): [(0, "func", False)],
+    ("KeyedStream", "process"): [(0, "func", False)],
+    ("KeyedStream", "reduce"): [(0, "func", False)],
+    ("WindowedStream", "reduce"): [(0, "reduce_function", False), (1, "window_function", True)],
+    ("WindowedStream", "aggregate"): [(0, "aggregate_function", False), (1, "window_function", True)],
+    ("WindowedStream", "process"): [(0, "process_window_function", True)],
+    ("WindowedStream", "apply"): [(0, "window_function", True)],
+}
+
+
+class _Run:
+    """The state of one run: its settings, the functions counted and the sinks made so far."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.counting = Counting(spec["count_dir"], tuple(spec["fault"]) if spec.get("fault") else None)
+        self.functions: list[str] = []
+        self.sinks: list[str] = []
+        self.executed = False
+        self.depth = 0  # inside a patched call: PyFlink's own nested calls are not the job's
+
+
+RUN: _Run | None = None
+
+
+def _name(function) -> str:
+    return getattr(function, "__qualname__", None) or type(function).__name__
+
+
+def _patch_functions(datastream_module) -> None:
+    for (cls_name, method), args in _FUNCTION_ARGS.items():
+        cls = getattr(datastream_module, cls_name)
+        original = cls.__dict__.get(method)
+        if original is None:
+            continue
+
+        def patched(self, *a, _original=original, _args=args, _label=f"{cls_name}.{method}", **kw):
+            if RUN is None or RUN.depth:
+                return _original(self, *a, **kw)
+            a = list(a)
+            for position, keyword, window in _args:
+                holder, key = (a, position) if position < len(a) else (kw, keyword)
+                if (key in holder if holder is kw else True) and holder[key] is not None:
+                    counted = instrument(holder[key], len(RUN.functions), RUN.counting, window)
+                    if counted is not None:
+                        RUN.functions.append(f"{_label}({_name(holder[key])})")
+                        holder[key] = counted
+            RUN.depth += 1
+            try:
+                return _original(self, *a, **kw)
+            finally:
+                RUN.depth -= 1
+
+        setattr(cls, method, patched)
+
+
+def _patch_sinks(datastream_module) -> None:
+    from pyflink.common import Types
+    from pyflink.common.serialization import Encoder
+    from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
+
+    def file_sink(self, how: str):
+        if RUN is None:
+            raise RuntimeError("streamproof: a sink outside a run")
+        index = len(RUN.sinks)
+        RUN.sinks.append(how)
+        folder = os.path.join(RUN.spec["out"], f"sink-{index}")
+        sink = FileSink.for_row_format(folder, Encoder.simple_string_encoder()) \
+            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()
+        RUN.depth += 1
+        try:
+            return self.map(EncodeForSink(), output_type=Types.STRING()).sink_to(sink)
+        finally:
+            RUN.depth -= 1
+
+    for cls_name in ("DataStream", "KeyedStream"):
+        cls = getattr(datastream_module, cls_name)
+        for method in ("print", "add_sink", "sink_to"):
+            if method in cls.__dict__:
+                def patched(self, *a, _method=method, _original=cls.__dict__[method], **kw):
+                    if RUN is None or RUN.depth:
+                        return _original(self, *a, **kw)
+                    return file_sink(self, _method)
+                setattr(cls, method, patched)
+
+
+def _patch_environment(env_module) -> None:
+    from pyflink.common import Configuration
+
+    cls = env_module.StreamExecutionEnvironment
+    original_get = cls.__dict__["get_execution_environment"].__func__
+    original_execute = cls.__dict__["execute"]
+
+    def get_execution_environment(configuration=None):
+        config = Configuration()
+        if configuration is not None:
+            config.add_all(configuration)
+        defaults = {"python.executable": sys.executable, "python.client.executable": sys.executable,
+                    "parallelism.default": str(RUN.spec["parallelism"]),
+                    "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
+                    "restart-strategy.fixed-delay.delay": "100 ms",
+                    "python.execution-mode": RUN.spec.get("execution_mode", "process")}
+        for key, value in defaults.items():
+            if not config.contains_key(key) or key.startswith("python."):
+                config.set_string(key, value)
+        return original_get(config)
+
+    def execute(self, job_name=None):
+        if RUN.executed:
+            return None  # certify captures the first execute(): later jobs are not compared
+        RUN.executed = True
+        if self.get_checkpoint_config().get_checkpoint_interval() <= 0:
+            self.enable_checkpointing(RUN.spec["checkpoint_interval"])
+        started = time.monotonic()
+        result = original_execute(self, job_name)
+        RUN.spec["job_seconds"] = time.monotonic() - started
+        return result
+
+    def execute_async(self, job_name="Flink Streaming Job"):
+        client = None
+        result = execute(self, job_name)
+        del result
+        return client
+
+    cls.get_execution_environment = staticmethod(get_execution_environment)
+    cls.execute = execute
+    cls.execute_async = execute_async
+
+
+def _one_line(exc: BaseException) -> str:
+    """The root cause of a Flink failure, on one line."""
+    text = " ".join(str(exc).split())
+    for marker in ("InjectedFailure", "Caused by: "):
+        pass
+    cause = [line.strip() for line in str(exc).splitlines() if "Error" in line or "Exception" in line]
+    if cause:
+        text = " ".join(cause[-1].split())
+    return text[:300]
+
+
+def main(argv: list[str]) -> int:
+    global RUN
+    with open(argv[0]) as f:
+        runs = json.load(f)
+    import pyflink.datastream.data_stream as datastream_module
+    import pyflink.datastream.stream_execution_environment as env_module
+
+    _patch_functions(datastream_module)
+    _patch_sinks(datastream_module)
+    _patch_environment(env_module)
+    job = os.path.abspath(runs["job"])
+    sys.path.insert(0, os.path.dirname(job))
+    for k, spec in enumerate(runs["runs"]):
+        RUN = _Run(spec)
+        result = {"executed": False, "error": None}
+        started = time.monotonic()
+        saved_argv = sys.argv
+        sys.argv = [job]
+        try:
+            runpy.run_path(job, run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                result["error"] = f"the job exited with {exc.code!r}"
+        except BaseException as exc:  # noqa: BLE001 - the job failed on Flink: a result, said in one line
+            result["error"] = _one_line(exc)
+            result["trace"] = traceback.format_exc()[-4000:]
+        finally:
+            sys.argv = saved_argv
+        result.update(executed=RUN.executed, seconds=time.monotonic() - started,
+                      job_seconds=spec.get("job_seconds"), sinks=RUN.sinks, functions=RUN.functions)
+        with open(os.path.join(runs["results"], f"result-{k}.json"), "w") as f:
+            json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,163 @@
+"""Runs of a job on Apache Flink's local MiniCluster: one client process
+(:mod:`streamproof.on_flink.driver`) per batch of runs, a time limit, outputs read back from the
+exactly-once file sinks' finished part files.
+
+Bad set-up is one line (:class:`FlinkUnavailable`, exit 2): PyFlink's runtime not installed (the
+``flink`` extra), no Java, Flink that fails to start, a batch over its time limit. Runs finished
+before a failure are kept (each run writes its result as it ends).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from streamproof.on_flink.instrument import calls, injected
+
+INSTALL_HINT = "pip install 'streamproof[flink]' (apache-flink 2.3.0 with its runtime; make flink-check installs it)"
+
+
+class FlinkUnavailable(RuntimeError):
+    """Flink cannot run here, or a run did not end: one line; the CLI exits 2."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: ``fault`` ``(function id, kind, n)`` or None (failure-free)."""
+
+    fault: tuple | None = None
+    parallelism: int = 2
+    checkpoint_interval: int = 200
+    execution_mode: str = "thread"  # PyFlink's python.execution-mode: process (Beam workers) or thread
+
+
+@dataclass
+class FlinkRun:
+    """What one run on Flink committed: per sink (in the order the job makes them) the multiset of
+    canonical values; ``error`` a failure Flink did not recover from (one line)."""
+
+    spec: RunSpec
+    sinks: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)  # per sink: Counter of canonical values
+    functions: list = field(default_factory=list)
+    calls: dict = field(default_factory=dict)    # (function id, kind) -> calls, all attempts
+    injected: bool = False
+    executed: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+    job_seconds: float | None = None
+
+
+def flink_python() -> str:
+    """The Python that runs Flink's client and workers: this one, if PyFlink's runtime is in it."""
+    return sys.executable
+
+
+def check_available() -> str:
+    """Apache Flink's version, or :class:`FlinkUnavailable` saying what is missing."""
+    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+                                    if os.environ.get("JAVA_HOME") else None)
+    if not java or not os.path.exists(java):
+        raise FlinkUnavailable("no Java runtime: running on Apache Flink needs Java 11 or 17 (java on PATH or "
+                               "JAVA_HOME; make flink-check installs openjdk-17 as root)")
+    probe = ("import importlib.metadata as m, os, pyflink, apache_beam, pemja\n"
+             "lib = os.path.join(os.path.dirname(pyflink.__file__), 'lib')\n"
+             "assert any(n.startswith('flink-dist') for n in os.listdir(lib)), 'no flink-dist jar'\n"
+             "print(m.version('apache-flink'))")
+    done = subprocess.run([flink_python(), "-c", probe], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        raise FlinkUnavailable(f"PyFlink's runtime is not installed ({last}): {INSTALL_HINT}")
+    return done.stdout.strip()
+
+
+def _read_sink(folder: str) -> Counter:
+    values: Counter = Counter()
+    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isfile(path) and not os.path.basename(path).startswith("."):
+            with open(path, encoding="utf-8") as f:
+                values.update(line.rstrip("\n") for line in f if line.strip())
+    return values
+
+
+def _last_error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Exception" in line or "Error" in line:
+            return " ".join(line.split())[:300]
+    return (lines[-1][:300] if lines else "no output")
+
+
+def run_job(job: str, specs: list[RunSpec], time_limit: float = 300.0, keep: str | None = None) -> list[FlinkRun]:
+    """Run ``job`` (a PyFlink job file) once per spec, in one client process (one JVM); a run that
+    does not finish within ``time_limit`` seconds (all runs together) stops the batch with
+    :class:`FlinkUnavailable`. ``keep``: a folder to keep the runs' files in (else a temporary one)."""
+    work = keep or tempfile.mkdtemp(prefix="streamproof-flink-")
+    os.makedirs(work, exist_ok=True)
+    runs = []
+    for k, spec in enumerate(specs):
+        base = os.path.join(work, f"run-{k}")
+        shutil.rmtree(base, ignore_errors=True)
+        os.makedirs(os.path.join(base, "counts"))
+        runs.append({"out": os.path.join(base, "out"), "count_dir": os.path.join(base, "counts"),
+                     "fault": list(spec.fault) if spec.fault else None, "parallelism": spec.parallelism,
+                     "checkpoint_interval": spec.checkpoint_interval, "execution_mode": spec.execution_mode})
+    document = os.path.join(work, "runs.json")
+    with open(document, "w") as f:
+        json.dump({"job": os.path.abspath(job), "results": work, "runs": runs}, f)
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(flink_python()) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.abspath(job)), env.get("PYTHONPATH"))
+                                        if p)
+    log_path = os.path.join(work, "client.log")
+    started = time.monotonic()
+    try:
+        with open(log_path, "w") as log:
+            process = subprocess.Popen([flink_python(), "-m", "streamproof.on_flink.driver", document], stdout=log,
+                                       stderr=subprocess.STDOUT, env=env, cwd=os.path.dirname(os.path.abspath(job)),
+                                       start_new_session=True)
+            try:
+                code = process.wait(timeout=time_limit)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                code = None
+            except BaseException:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                raise
+        results = [_result(spec, runs[k], work, k) for k, spec in enumerate(specs)]
+        done = [r for r in results if r is not None]
+        if code is None:
+            raise FlinkUnavailable(f"{os.path.basename(job)}: did not finish on Flink within {time_limit:.0f} s "
+                                   f"({len(done)} of {len(specs)} runs done; raise --flink-time-limit)")
+        if len(done) < len(specs):
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                tail = _last_error_line(f.read())
+            raise FlinkUnavailable(f"{os.path.basename(job)}: Flink failed to run the job (exit {code}): {tail}")
+        return done
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+        del started
+
+
+def _result(spec: RunSpec, run: dict, work: str, k: int) -> FlinkRun | None:
+    path = os.path.join(work, f"result-{k}.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        result = json.load(f)
+    outputs = [_read_sink(os.path.join(run["out"], f"sink-{i}")) for i in range(len(result["sinks"]))]
+    return FlinkRun(spec, result["sinks"], outputs, result["functions"], calls(run["count_dir"]),
+                    injected(run["count_dir"]), result["executed"], result["error"], result["seconds"],
+                    result.get("job_seconds"))
