@@ -161,9 +161,55 @@ def _patch_environment(env_module) -> None:
         del result
         return client
 
+    original_from_collection = cls.__dict__["_from_collection"]
+
+    def _from_collection(self, elements, type_info=None):
+        if not RUN.spec.get("paced"):
+            return original_from_collection(self, elements, type_info)
+        return _paced_collection(self, elements, type_info)
+
+    cls._from_collection = _from_collection
     cls.get_execution_environment = staticmethod(get_execution_environment)
     cls.execute = execute
     cls.execute_async = execute_async
+
+
+def _paced_collection(env, elements, type_info):
+    """``from_collection`` as Java's ``fromData`` builds it (a ``DataGeneratorSource`` over the
+    elements), emitting one record per completed checkpoint (``RateLimiterStrategy.perCheckpoint``):
+    a checkpoint between every two records, and periodic watermarks between them."""
+    import tempfile
+
+    from pyflink.common import Types
+    from pyflink.datastream.data_stream import DataStream
+    from pyflink.java_gateway import get_gateway
+
+    gateway = get_gateway()
+    jvm = gateway.jvm
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "elements")
+    try:
+        with open(path, "wb") as f:
+            env.serializer.serialize(elements, f)
+        if type_info is None:
+            j_objs = jvm.PythonBridgeUtils.readPickledBytes(path)
+            type_info = Types.PICKLED_BYTE_ARRAY()
+        else:
+            j_objs = jvm.PythonBridgeUtils.readPythonObjects(path)
+    finally:
+        os.unlink(path)
+        os.rmdir(folder)
+    j_type = type_info.get_java_type_info()
+    j_env = env._j_stream_execution_environment
+    function = jvm.org.apache.flink.connector.datagen.functions.FromElementsGeneratorFunction(
+        j_type, j_env.getConfig(), j_objs)
+    source = jvm.org.apache.flink.connector.datagen.source.DataGeneratorSource(
+        function, len(elements), jvm.org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy
+        .perCheckpoint(1), j_type)
+    j_stream = j_env.fromSource(source, jvm.org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(),
+                                "Collection Source", j_type)
+    j_stream.setParallelism(1)
+    return DataStream(j_data_stream=j_stream)
 
 
 def _one_line(exc: BaseException) -> str:

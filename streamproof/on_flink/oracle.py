@@ -51,6 +51,7 @@ class FlinkReport:
     fidelity: list = field(default_factory=list)       # per distinct failure-free output: (producible, how)
     seconds: float = 0.0
     run_seconds: list = field(default_factory=list)
+    mode: str = "thread"  # PyFlink's python.execution-mode the runs used
 
     @property
     def exactly_once(self) -> bool:
@@ -66,7 +67,7 @@ class FlinkReport:
                 "faults": [f.__dict__ for f in self.faults], "exactly_once": self.exactly_once,
                 "simulator_produces_every_flink_output": self.faithful,
                 "fidelity": [{"producible": ok, "how": how} for ok, how in self.fidelity],
-                "seconds": round(self.seconds, 1), "seconds_per_run": [round(s, 1) for s in self.run_seconds]}
+                "python_execution_mode": self.mode, "seconds": round(self.seconds, 1), "seconds_per_run": [round(s, 1) for s in self.run_seconds]}
 
 
 def _key(run: FlinkRun, sinks: int) -> tuple:
@@ -133,51 +134,71 @@ def sink_names(subject) -> list[str]:
     return [names[node.id] for node in subject.pipeline.sinks]
 
 
+def _failure_free(job_file: str, parallelism: int, time_limit: float) -> tuple[list, str]:
+    """The failure-free runs, as written and paced, in PyFlink's thread mode (Python in the JVM:
+    seconds per run), or its process mode (Beam workers) when the job does not run in thread
+    mode (e.g. records of a class defined in the job's ``__main__``, which thread mode cannot unpickle)."""
+    for mode in ("thread", "process"):
+        specs = [RunSpec(None, parallelism, paced=paced, execution_mode=mode) for paced in (False, True)]
+        runs = run_job(job_file, specs, time_limit)
+        if not any(r.error for r in runs) or mode == "process":
+            return runs, mode
+    raise AssertionError("unreachable")
+
+
 def run_on_flink(subject, job_file: str, parallelism: int = 2, faults: int = FAULT_RUNS,
                  time_limit: float = 600.0, progress=None) -> FlinkReport:
-    """Run ``job_file`` (the file ``subject`` was captured from) on Apache Flink and compare."""
+    """Run ``job_file`` (the file ``subject`` was captured from) on Apache Flink and compare.
+
+    Failure-free: once as written (``from_collection`` emits its records at once: typically no
+    watermark before the end of input) and once paced (one record per completed checkpoint, so
+    checkpoints and periodic watermarks fall between records). With a failure: paced, the points
+    from the paced run's call counts (:func:`fault_points`), so that the restore is from a
+    checkpoint taken between records."""
     started = time.monotonic()
     version = check_available()
     report = FlinkReport(version, job_file, parallelism)
     say = progress or (lambda text: None)
-    say(f"Apache Flink {version}: {FAILURE_FREE_RUNS} failure-free runs")
-    free = run_job(job_file, [RunSpec(None, parallelism)] * FAILURE_FREE_RUNS, time_limit)
+    say(f"Apache Flink {version}: failure-free runs (as written, and paced: a checkpoint between records)")
+    free, mode = _failure_free(job_file, parallelism, time_limit)
+    report.mode = mode
     report.failure_free = free
     report.run_seconds += [r.seconds for r in free]
     broken = [r for r in free if r.error or not r.executed]
     names = sink_names(subject)
     if broken:
         r = broken[0]
-        raise_text = r.error or "the job never called execute()"
-        report.faults.append(FaultResult((), "", False, "failed", f"failure-free run failed on Flink: {raise_text}"))
+        report.faults.append(FaultResult((), "", False, "failed", "failure-free run failed on Flink: "
+                                         f"{r.error or 'the job never called execute()'}"))
         report.seconds = time.monotonic() - started
         return report
     sinks = max(len(names), max(len(r.outputs) for r in free))
     outputs = {_key(r, sinks) for r in free}
-    points = fault_points(free[0], faults)
-    say(f"{len(points)} runs with a failure injected")
-    faulty = run_job(job_file, [RunSpec(p, parallelism) for p in points], time_limit) if points else []
+    paced = free[-1]
+    points = fault_points(paced, faults)
+    say(f"{len(points)} paced runs with a failure injected")
+    faulty = run_job(job_file, [RunSpec(p, parallelism, paced=True, execution_mode=mode) for p in points],
+                     time_limit) if points else []
     report.run_seconds += [r.seconds for r in faulty]
     say("the simulator on the same input")
-    wanted = set(outputs) | {_key(r, sinks) for r in faulty if r.executed and not r.error}
     _, simulated = simulator_outputs(subject, parallelism, names, set(outputs), FIDELITY_SCHEDULES)
     for output in sorted(outputs):
         how = simulated.get(output)
         report.fidelity.append((how is not None, how or _closest(output, simulated)))
     for r in faulty:
-        function = free[0].functions[r.spec.fault[0]] if r.spec.fault[0] < len(free[0].functions) else "?"
+        function = paced.functions[r.spec.fault[0]] if r.spec.fault[0] < len(paced.functions) else "?"
+        got = _key(r, sinks)
         if r.error:
             verdict, detail = "failed", r.error
         elif not r.injected:
             verdict, detail = "not reached", "the call was never made: no failure injected"
-        elif _key(r, sinks) in outputs:
+        elif got in outputs:
             verdict, detail = "agrees", "equals a failure-free output of Flink"
-        elif _key(r, sinks) in simulated:
-            verdict, detail = "agrees (simulator)", f"equals a failure-free output the simulator gives ({simulated[_key(r, sinks)]})"
+        elif got in simulated:
+            verdict, detail = "agrees (simulator)", f"equals a failure-free output the simulator gives ({simulated[got]})"
         else:
-            verdict, detail = "differs", _difference(_key(r, sinks), outputs)
+            verdict, detail = "differs", _difference(got, outputs)
         report.faults.append(FaultResult(r.spec.fault, function, r.injected, verdict, detail))
-    del wanted
     report.seconds = time.monotonic() - started
     return report
 

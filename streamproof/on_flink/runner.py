@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from streamproof.on_flink.instrument import calls, injected
 
-INSTALL_HINT = "pip install 'streamproof[flink]' (apache-flink 2.3.0 with its runtime; make flink-check installs it)"
+INSTALL_HINT = ("make flink-venv (a .venv-flink beside .venv), or pip install 'streamproof[flink]' in a virtual "
+                "environment without the spark extra and STREAMPROOF_FLINK_PYTHON=its python")
 
 
 class FlinkUnavailable(RuntimeError):
@@ -37,6 +38,7 @@ class RunSpec:
     fault: tuple | None = None
     parallelism: int = 2
     checkpoint_interval: int = 200
+    paced: bool = False  # the job's collections emit one record per completed checkpoint
     execution_mode: str = "thread"  # PyFlink's python.execution-mode: process (Beam workers) or thread
 
 
@@ -57,27 +59,50 @@ class FlinkRun:
     job_seconds: float | None = None
 
 
+_PROBE = ("import importlib.metadata as m, os, pyflink, apache_beam, pemja, streamproof.on_flink.instrument\n"
+          "lib = os.path.join(os.path.dirname(pyflink.__file__), 'lib')\n"
+          "assert any(n.startswith('flink-dist') for n in os.listdir(lib)), 'no flink-dist jar in pyflink/lib'\n"
+          "print(m.version('apache-flink'))")
+_FOUND: dict = {}
+
+
+def _candidates() -> list[str]:
+    """Pythons that may hold PyFlink's runtime: ``STREAMPROOF_FLINK_PYTHON`` alone when set, else
+    this one, then ``.venv-flink`` of the current folder and of streamproof's checkout."""
+    given = os.environ.get("STREAMPROOF_FLINK_PYTHON")
+    if given:
+        return [given]
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    venvs = [os.path.join(os.getcwd(), ".venv-flink", "bin", "python"), os.path.join(here, ".venv-flink", "bin", "python")]
+    return [sys.executable] + [v for v in dict.fromkeys(venvs) if os.path.exists(v)]
+
+
 def flink_python() -> str:
-    """The Python that runs Flink's client and workers: this one, if PyFlink's runtime is in it."""
-    return sys.executable
+    """The Python that runs Flink's client and its Python workers (:func:`check_available` finds it)."""
+    return _FOUND.get("python") or check_available() and _FOUND["python"]
 
 
 def check_available() -> str:
     """Apache Flink's version, or :class:`FlinkUnavailable` saying what is missing."""
+    if "version" in _FOUND:
+        return _FOUND["version"]
     java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java")
                                     if os.environ.get("JAVA_HOME") else None)
     if not java or not os.path.exists(java):
         raise FlinkUnavailable("no Java runtime: running on Apache Flink needs Java 11 or 17 (java on PATH or "
                                "JAVA_HOME; make flink-check installs openjdk-17 as root)")
-    probe = ("import importlib.metadata as m, os, pyflink, apache_beam, pemja\n"
-             "lib = os.path.join(os.path.dirname(pyflink.__file__), 'lib')\n"
-             "assert any(n.startswith('flink-dist') for n in os.listdir(lib)), 'no flink-dist jar'\n"
-             "print(m.version('apache-flink'))")
-    done = subprocess.run([flink_python(), "-c", probe], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        raise FlinkUnavailable(f"PyFlink's runtime is not installed ({last}): {INSTALL_HINT}")
-    return done.stdout.strip()
+    last = "?"
+    for python in _candidates():
+        try:
+            done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            last = f"{python}: {type(e).__name__}: {e}"
+            continue
+        if done.returncode == 0:
+            _FOUND.update(python=python, version=done.stdout.strip())
+            return _FOUND["version"]
+        last = f"{python}: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    raise FlinkUnavailable(f"PyFlink's runtime is not installed ({last}): {INSTALL_HINT}")
 
 
 def _read_sink(folder: str) -> Counter:
@@ -101,6 +126,7 @@ def run_job(job: str, specs: list[RunSpec], time_limit: float = 300.0, keep: str
     """Run ``job`` (a PyFlink job file) once per spec, in one client process (one JVM); a run that
     does not finish within ``time_limit`` seconds (all runs together) stops the batch with
     :class:`FlinkUnavailable`. ``keep``: a folder to keep the runs' files in (else a temporary one)."""
+    python = flink_python()
     work = keep or tempfile.mkdtemp(prefix="streamproof-flink-")
     os.makedirs(work, exist_ok=True)
     runs = []
@@ -110,19 +136,20 @@ def run_job(job: str, specs: list[RunSpec], time_limit: float = 300.0, keep: str
         os.makedirs(os.path.join(base, "counts"))
         runs.append({"out": os.path.join(base, "out"), "count_dir": os.path.join(base, "counts"),
                      "fault": list(spec.fault) if spec.fault else None, "parallelism": spec.parallelism,
-                     "checkpoint_interval": spec.checkpoint_interval, "execution_mode": spec.execution_mode})
+                     "checkpoint_interval": spec.checkpoint_interval, "execution_mode": spec.execution_mode,
+                     "paced": spec.paced})
     document = os.path.join(work, "runs.json")
     with open(document, "w") as f:
         json.dump({"job": os.path.abspath(job), "results": work, "runs": runs}, f)
     env = dict(os.environ)
-    env["PATH"] = os.path.dirname(flink_python()) + os.pathsep + env.get("PATH", "")
+    env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.abspath(job)), env.get("PYTHONPATH"))
                                         if p)
     log_path = os.path.join(work, "client.log")
     started = time.monotonic()
     try:
         with open(log_path, "w") as log:
-            process = subprocess.Popen([flink_python(), "-m", "streamproof.on_flink.driver", document], stdout=log,
+            process = subprocess.Popen([python, "-m", "streamproof.on_flink.driver", document], stdout=log,
                                        stderr=subprocess.STDOUT, env=env, cwd=os.path.dirname(os.path.abspath(job)),
                                        start_new_session=True)
             try:
