@@ -191,15 +191,11 @@ def _paced_collection(env, elements, type_info):
     try:
         with open(path, "wb") as f:
             env.serializer.serialize(elements, f)
-        if type_info is None:
-            j_objs = jvm.PythonBridgeUtils.readPickledBytes(path)
-            type_info = Types.PICKLED_BYTE_ARRAY()
-        else:
-            j_objs = jvm.PythonBridgeUtils.readPythonObjects(path)
+        j_objs = jvm.PythonBridgeUtils.readPickledBytes(path)  # typed below, by an identity map
     finally:
         os.unlink(path)
         os.rmdir(folder)
-    j_type = type_info.get_java_type_info()
+    j_type = Types.PICKLED_BYTE_ARRAY().get_java_type_info()
     j_env = env._j_stream_execution_environment
     function = jvm.org.apache.flink.connector.datagen.functions.FromElementsGeneratorFunction(
         j_type, j_env.getConfig(), j_objs)
@@ -209,7 +205,18 @@ def _paced_collection(env, elements, type_info):
     j_stream = j_env.fromSource(source, jvm.org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(),
                                 "Collection Source", j_type)
     j_stream.setParallelism(1)
-    return DataStream(j_data_stream=j_stream)
+    stream = DataStream(j_data_stream=j_stream)
+    if type_info is None:
+        return stream
+    RUN.depth += 1  # PyFlink's conversion to the collection's type, as its own source does: not the job's
+    try:
+        return stream.map(_identity, output_type=type_info).set_parallelism(1).name("Collection Source (typed)")
+    finally:
+        RUN.depth -= 1
+
+
+def _identity(value):
+    return value
 
 
 def _one_line(exc: BaseException) -> str:

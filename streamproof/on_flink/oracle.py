@@ -181,7 +181,8 @@ def run_on_flink(subject, job_file: str, parallelism: int = 2, faults: int = FAU
                      time_limit) if points else []
     report.run_seconds += [r.seconds for r in faulty]
     say("the simulator on the same input")
-    _, simulated = simulator_outputs(subject, parallelism, names, set(outputs), FIDELITY_SCHEDULES)
+    wanted = set(outputs) | {_key(r, sinks) for r in faulty if r.injected and not r.error}
+    _, simulated = simulator_outputs(subject, parallelism, names, wanted, FIDELITY_SCHEDULES)
     for output in sorted(outputs):
         how = simulated.get(output)
         report.fidelity.append((how is not None, how or _closest(output, simulated)))

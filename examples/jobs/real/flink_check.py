@@ -1,0 +1,73 @@
+"""``make flink-check``: every job of this corpus on Apache Flink (``certify --on-flink``'s runs),
+each result against ``flink_expected.json`` (written before the runs). Prints a table, writes
+``results/flink-check.json``; exit 1 when a result differs from what was written first.
+
+    python examples/jobs/real/flink_check.py [JOB.py ...] [--faults N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def observed(report) -> tuple[str, str]:
+    """(flink, fidelity) as flink_expected.json writes them."""
+    verdicts = [f.verdict for f in report.faults]
+    flink = "failed" if "failed" in verdicts else "differs" if "differs" in verdicts else "agrees"
+    fidelity = "produced" if report.faithful else "not produced"
+    return flink, fidelity
+
+
+def main(argv: list[str]) -> int:
+    from streamproof.on_flink.oracle import run_on_flink
+    from streamproof.on_flink.runner import FlinkUnavailable
+    from streamproof.properties.certify_job_runs import JobCertifyError, load_job
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("jobs", nargs="*")
+    parser.add_argument("--faults", type=int, default=6)
+    parser.add_argument("--out", default="results/flink-check.json")
+    args = parser.parse_args(argv)
+    expected = json.loads((HERE / "flink_expected.json").read_text())["jobs"]
+    jobs = args.jobs or list(expected)
+    rows, disagreements = [], 0
+    for job in jobs:
+        name = Path(job).name
+        want = expected.get(name, {})
+        started = time.monotonic()
+        try:
+            subject = load_job(str(HERE / name) if not Path(job).exists() else job)
+        except JobCertifyError as e:
+            got = ("not run", "-")
+            detail = str(e)
+        else:
+            try:
+                report = run_on_flink(subject, subject.pipeline.file, faults=args.faults)
+            except FlinkUnavailable as e:
+                print(f"flink-check: error: {e}", file=sys.stderr)
+                return 2
+            got = observed(report)
+            detail = "; ".join(f"{f.function} {f.fault[1:] if f.fault else ''}: {f.verdict} {f.detail}"
+                               for f in report.faults if f.verdict != "agrees")
+            detail += "".join(f"; NOT produced: {how}" for ok, how in report.fidelity if not ok)
+        want_pair = (want.get("flink", "?"), want.get("fidelity", "-"))
+        agrees = got == want_pair
+        disagreements += not agrees
+        rows.append({"job": name, "expected": want_pair, "observed": got, "as_written_first": agrees,
+                     "seconds": round(time.monotonic() - started, 1), "detail": detail})
+        print(f"{name:52} {got[0]:9} {got[1]:13} {'ok' if agrees else 'DISAGREES (written first: ' + '/'.join(want_pair) + ')'}"
+              f"  {rows[-1]['seconds']:.0f} s  {detail[:160]}", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"{len(rows) - disagreements} of {len(rows)} as written first; {args.out}")
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
