@@ -4,7 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test clean java vectors conformance
+FLINK_VENV := .venv-flink
+FLINK_STAMP := $(FLINK_VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test clean java vectors conformance flink-venv flink-check
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +18,18 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'apache-flink==2.3.0'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
+
+# Apache Flink itself (certify --on-flink, make flink-check, the tests that run jobs on Flink): PyFlink
+# with its runtime in a virtual environment of its own (apache-beam's grpcio pin conflicts with
+# pyspark[connect]); streamproof finds .venv-flink beside .venv.
+$(FLINK_STAMP): pyproject.toml
+	@test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
+	@$(FLINK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(FLINK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[flink]'
+	@rm -f $(FLINK_VENV)/.installed-*
+	@touch $(FLINK_STAMP)
+
+flink-venv: $(FLINK_STAMP)
 
 # Spark (the campaign and its tests) needs a Java 17+ runtime and the Flink conformance harness a
 # JDK (javac): installed with apt-get when run as root, otherwise one clear line.
@@ -33,7 +48,7 @@ run: $(STAMP) java
 	$(VENV)/bin/streamproof campaign --master 'local[*]' --campaign run --seeds $(RUN_SEEDS) --examples $(RUN_EXAMPLES) --out results
 
 ## make test: the test suite
-test: $(STAMP) java
+test: $(STAMP) $(FLINK_STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider --hypothesis-profile=ci -n auto --maxprocesses 4 --dist worksteal --durations=25
 
 ## make conformance: random scenarios of every family on Flink's own classes (jars of PyPI's
@@ -47,5 +62,10 @@ conformance: $(STAMP) java
 vectors: $(STAMP) java
 	$(PY) -m streamproof.conformance.vectors --flink $(FLINK_VERSION)
 
+## make flink-check: every job of examples/jobs/real/ on Apache Flink's MiniCluster (failure-free,
+## paced, and with failures injected), each result against flink_expected.json (written first).
+flink-check: $(STAMP) $(FLINK_STAMP) java
+	$(PY) examples/jobs/real/flink_check.py --out results/flink-check.json
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(FLINK_VENV) build *.egg-info

@@ -220,28 +220,19 @@ def _identity(value):
 
 
 def _one_line(exc: BaseException) -> str:
-    """The root cause of a Flink failure, on one line."""
-    text = " ".join(str(exc).split())
-    for marker in ("InjectedFailure", "Caused by: "):
-        pass
-    cause = [line.strip() for line in str(exc).splitlines() if "Error" in line or "Exception" in line]
-    if cause:
-        text = " ".join(cause[-1].split())
-    return text[:300]
+    """The root cause of a Flink failure, on one line: its last line naming an error."""
+    causes = [line.strip() for line in str(exc).splitlines() if "Error" in line or "Exception" in line]
+    return " ".join((causes[-1] if causes else str(exc)).split())[:300]
 
 
-def main(argv: list[str]) -> int:
+def _run_batch(path: str) -> None:
+    """Every run of the runs document ``path``, each result written as it ends."""
     global RUN
-    with open(argv[0]) as f:
+    with open(path) as f:
         runs = json.load(f)
-    import pyflink.datastream.data_stream as datastream_module
-    import pyflink.datastream.stream_execution_environment as env_module
-
-    _patch_functions(datastream_module)
-    _patch_sinks(datastream_module)
-    _patch_environment(env_module)
     job = os.path.abspath(runs["job"])
-    sys.path.insert(0, os.path.dirname(job))
+    if os.path.dirname(job) not in sys.path:
+        sys.path.insert(0, os.path.dirname(job))
     for k, spec in enumerate(runs["runs"]):
         RUN = _Run(spec)
         result = {"executed": False, "error": None}
@@ -262,6 +253,26 @@ def main(argv: list[str]) -> int:
                       job_seconds=spec.get("job_seconds"), sinks=RUN.sinks, functions=RUN.functions)
         with open(os.path.join(runs["results"], f"result-{k}.json"), "w") as f:
             json.dump(result, f)
+        RUN = None
+
+
+def main(argv: list[str]) -> int:
+    """``driver RUNS.json``: one batch; ``driver --serve``: a batch per line of stdin (the path of
+    its runs document), ``PATH.done`` written after each, until stdin closes (one JVM for all)."""
+    import pyflink.datastream.data_stream as datastream_module
+    import pyflink.datastream.stream_execution_environment as env_module
+
+    _patch_functions(datastream_module)
+    _patch_sinks(datastream_module)
+    _patch_environment(env_module)
+    if argv[:1] != ["--serve"]:
+        _run_batch(argv[0])
+        return 0
+    for line in sys.stdin:
+        if line.strip():
+            _run_batch(line.strip())
+            with open(line.strip() + ".done", "w"):
+                pass
     return 0
 
 

@@ -21,7 +21,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from streamproof.on_flink.runner import FlinkRun, RunSpec, check_available, run_job
+import os
+
+from streamproof.on_flink.runner import FlinkClient, FlinkRun, RunSpec, check_available
 
 FAILURE_FREE_RUNS = 2
 FAULT_RUNS = 6
@@ -134,13 +136,13 @@ def sink_names(subject) -> list[str]:
     return [names[node.id] for node in subject.pipeline.sinks]
 
 
-def _failure_free(job_file: str, parallelism: int, time_limit: float) -> tuple[list, str]:
+def _failure_free(client: FlinkClient, job_file: str, parallelism: int) -> tuple[list, str]:
     """The failure-free runs, as written and paced, in PyFlink's thread mode (Python in the JVM:
     seconds per run), or its process mode (Beam workers) when the job does not run in thread
     mode (e.g. records of a class defined in the job's ``__main__``, which thread mode cannot unpickle)."""
     for mode in ("thread", "process"):
         specs = [RunSpec(None, parallelism, paced=paced, execution_mode=mode) for paced in (False, True)]
-        runs = run_job(job_file, specs, time_limit)
+        runs = client.run(job_file, specs)
         if not any(r.error for r in runs) or mode == "process":
             return runs, mode
     raise AssertionError("unreachable")
@@ -160,26 +162,26 @@ def run_on_flink(subject, job_file: str, parallelism: int = 2, faults: int = FAU
     report = FlinkReport(version, job_file, parallelism)
     say = progress or (lambda text: None)
     say(f"Apache Flink {version}: failure-free runs (as written, and paced: a checkpoint between records)")
-    free, mode = _failure_free(job_file, parallelism, time_limit)
-    report.mode = mode
-    report.failure_free = free
-    report.run_seconds += [r.seconds for r in free]
-    broken = [r for r in free if r.error or not r.executed]
+    with FlinkClient(os.path.dirname(os.path.abspath(job_file)), time_limit) as client:
+        free, mode = _failure_free(client, job_file, parallelism)
+        report.mode = mode
+        report.failure_free = free
+        report.run_seconds += [r.seconds for r in free]
+        broken = [r for r in free if r.error or not r.executed]
+        if broken:
+            report.faults.append(FaultResult((), "", False, "failed", "failure-free run failed on Flink: "
+                                             f"{broken[0].error or 'the job never called execute()'}"))
+            report.seconds = time.monotonic() - started
+            return report
+        paced = free[-1]
+        points = fault_points(paced, faults)
+        say(f"{len(points)} paced runs with a failure injected")
+        faulty = client.run(job_file, [RunSpec(p, parallelism, paced=True, execution_mode=mode)
+                                       for p in points]) if points else []
+    report.run_seconds += [r.seconds for r in faulty]
     names = sink_names(subject)
-    if broken:
-        r = broken[0]
-        report.faults.append(FaultResult((), "", False, "failed", "failure-free run failed on Flink: "
-                                         f"{r.error or 'the job never called execute()'}"))
-        report.seconds = time.monotonic() - started
-        return report
     sinks = max(len(names), max(len(r.outputs) for r in free))
     outputs = {_key(r, sinks) for r in free}
-    paced = free[-1]
-    points = fault_points(paced, faults)
-    say(f"{len(points)} paced runs with a failure injected")
-    faulty = run_job(job_file, [RunSpec(p, parallelism, paced=True, execution_mode=mode) for p in points],
-                     time_limit) if points else []
-    report.run_seconds += [r.seconds for r in faulty]
     say("the simulator on the same input")
     wanted = set(outputs) | {_key(r, sinks) for r in faulty if r.injected and not r.error}
     _, simulated = simulator_outputs(subject, parallelism, names, wanted, FIDELITY_SCHEDULES)

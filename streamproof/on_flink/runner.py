@@ -122,60 +122,99 @@ def _last_error_line(text: str) -> str:
     return (lines[-1][:300] if lines else "no output")
 
 
-def run_job(job: str, specs: list[RunSpec], time_limit: float = 300.0, keep: str | None = None) -> list[FlinkRun]:
-    """Run ``job`` (a PyFlink job file) once per spec, in one client process (one JVM); a run that
-    does not finish within ``time_limit`` seconds (all runs together) stops the batch with
-    :class:`FlinkUnavailable`. ``keep``: a folder to keep the runs' files in (else a temporary one)."""
-    python = flink_python()
-    work = keep or tempfile.mkdtemp(prefix="streamproof-flink-")
-    os.makedirs(work, exist_ok=True)
-    runs = []
-    for k, spec in enumerate(specs):
-        base = os.path.join(work, f"run-{k}")
-        shutil.rmtree(base, ignore_errors=True)
-        os.makedirs(os.path.join(base, "counts"))
-        runs.append({"out": os.path.join(base, "out"), "count_dir": os.path.join(base, "counts"),
-                     "fault": list(spec.fault) if spec.fault else None, "parallelism": spec.parallelism,
-                     "checkpoint_interval": spec.checkpoint_interval, "execution_mode": spec.execution_mode,
-                     "paced": spec.paced})
-    document = os.path.join(work, "runs.json")
-    with open(document, "w") as f:
-        json.dump({"job": os.path.abspath(job), "results": work, "runs": runs}, f)
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.abspath(job)), env.get("PYTHONPATH"))
-                                        if p)
-    log_path = os.path.join(work, "client.log")
-    started = time.monotonic()
-    try:
-        with open(log_path, "w") as log:
-            process = subprocess.Popen([python, "-m", "streamproof.on_flink.driver", document], stdout=log,
-                                       stderr=subprocess.STDOUT, env=env, cwd=os.path.dirname(os.path.abspath(job)),
-                                       start_new_session=True)
+class FlinkClient:
+    """One Flink client process (one JVM, PyFlink imported once) serving batches of runs:
+    ``with FlinkClient(job_dir) as client: client.run(job, specs)``. ``time_limit`` bounds each
+    batch; over it, the client is killed and :class:`FlinkUnavailable` says how many runs ended."""
+
+    def __init__(self, job_dir: str, time_limit: float = 300.0, keep: str | None = None):
+        self.job_dir, self.time_limit, self.keep = os.path.abspath(job_dir), time_limit, keep
+        self.process: subprocess.Popen | None = None
+        self.batches = 0
+
+    def __enter__(self) -> "FlinkClient":
+        python = flink_python()
+        self.work = self.keep or tempfile.mkdtemp(prefix="streamproof-flink-")
+        os.makedirs(self.work, exist_ok=True)
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (self.job_dir, env.get("PYTHONPATH")) if p)
+        self.log_path = os.path.join(self.work, "client.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen([python, "-m", "streamproof.on_flink.driver", "--serve"],
+                                        stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, text=True,
+                                        env=env, cwd=self.job_dir, start_new_session=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop(kill=exc[0] is not None)
+        if self.keep is None:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def _stop(self, kill: bool) -> int | None:
+        if self.process is None:
+            return None
+        process, self.process = self.process, None
+        if not kill:
             try:
-                code = process.wait(timeout=time_limit)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                code = None
-            except BaseException:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                raise
-        results = [_result(spec, runs[k], work, k) for k, spec in enumerate(specs)]
+                process.stdin.close()
+                return process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = process.wait()
+        self.log.close()
+        return code
+
+    def run(self, job: str, specs: list[RunSpec]) -> list[FlinkRun]:
+        """Runs ``job`` once per spec; every run's result, or :class:`FlinkUnavailable`."""
+        if self.process is None:
+            raise FlinkUnavailable("the Flink client has stopped")
+        base = os.path.join(self.work, f"batch-{self.batches}")
+        self.batches += 1
+        os.makedirs(base)
+        runs = []
+        for k, spec in enumerate(specs):
+            os.makedirs(os.path.join(base, f"run-{k}", "counts"))
+            runs.append({"out": os.path.join(base, f"run-{k}", "out"),
+                         "count_dir": os.path.join(base, f"run-{k}", "counts"),
+                         "fault": list(spec.fault) if spec.fault else None, "parallelism": spec.parallelism,
+                         "checkpoint_interval": spec.checkpoint_interval, "execution_mode": spec.execution_mode,
+                         "paced": spec.paced})
+        document = os.path.join(base, "runs.json")
+        with open(document, "w") as f:
+            json.dump({"job": os.path.abspath(job), "results": base, "runs": runs}, f)
+        deadline = time.monotonic() + self.time_limit
+        try:
+            self.process.stdin.write(document + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass
+        while not os.path.exists(document + ".done"):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        results = [_result(spec, runs[k], base, k) for k, spec in enumerate(specs)]
         done = [r for r in results if r is not None]
-        if code is None:
-            raise FlinkUnavailable(f"{os.path.basename(job)}: did not finish on Flink within {time_limit:.0f} s "
+        if os.path.exists(document + ".done"):
+            return done
+        over = self.process.poll() is None
+        code = self._stop(kill=True)
+        if over:
+            raise FlinkUnavailable(f"{os.path.basename(job)}: did not finish on Flink within {self.time_limit:.0f} s "
                                    f"({len(done)} of {len(specs)} runs done; raise --flink-time-limit)")
-        if len(done) < len(specs):
-            with open(log_path, encoding="utf-8", errors="replace") as f:
-                tail = _last_error_line(f.read())
-            raise FlinkUnavailable(f"{os.path.basename(job)}: Flink failed to run the job (exit {code}): {tail}")
-        return done
-    finally:
-        if keep is None:
-            shutil.rmtree(work, ignore_errors=True)
-        del started
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            tail = _last_error_line(f.read())
+        raise FlinkUnavailable(f"{os.path.basename(job)}: Flink failed to run the job (exit {code}): {tail}")
+
+
+def run_job(job: str, specs: list[RunSpec], time_limit: float = 300.0, keep: str | None = None) -> list[FlinkRun]:
+    """Run ``job`` (a PyFlink job file) once per spec in a client of its own (:class:`FlinkClient`)."""
+    with FlinkClient(os.path.dirname(os.path.abspath(job)), time_limit, keep) as client:
+        return client.run(job, specs)
 
 
 def _result(spec: RunSpec, run: dict, work: str, k: int) -> FlinkRun | None:
