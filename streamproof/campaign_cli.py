@@ -93,11 +93,17 @@ def _explicit(ctx: click.Context, name: str) -> bool:
               help="Exhaustive mode: a bound of the scope, e.g. keys='[\"a\",\"b\"]' (repeatable)")
 @click.option("--no-report", is_flag=True, help="Do not write the Markdown/HTML report")
 @click.option("--json", "as_json", is_flag=True, help="The summary as one JSON object on stdout")
+@click.option("--on-flink", is_flag=True,
+              help="The arguments are PyFlink job files: run each on Apache Flink (certify --on-flink's runs), one "
+                   "Spark task and one Flink MiniCluster per job; rows in DIR/_flink/NAME")
+@click.option("--flink-faults", type=click.IntRange(0), default=6, show_default=True, metavar="N",
+              help="With --on-flink: runs with a failure injected, per job")
 @click.pass_context
 def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, seeds_text: str, examples: int,
              step_count: int, timeout: float, inject: str | None, name: str | None, out: str, resume: bool,
              confs: tuple[str, ...], chunk_seeds: int | None, wave_seconds: float, exhaustive: bool,
-             depth: int | None, bounds: tuple[str, ...], no_report: bool, as_json: bool) -> None:
+             depth: int | None, bounds: tuple[str, ...], no_report: bool, as_json: bool, on_flink: bool = False,
+             flink_faults: int = 6) -> None:
     """Run a fuzz campaign on Apache Spark: every seed of the range explores each property with
     Hypothesis seeded from it (all explorable properties by default; a family name selects its
     properties). Results go to DIR as Parquet; failures are deduplicated by signature; a report
@@ -117,6 +123,9 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     except sess.SparkSetupError as e:
         raise InputError(e) from None
     conf = _parse_pairs(confs, "--conf")
+    if on_flink:
+        _flink_campaign(ctx, list(names), master, api, conf, name, out, flink_faults, timeout, as_json)
+        return
     seed_start, seed_end = _parse_seeds(seeds_text)
     if exhaustive:
         if inject:
@@ -237,6 +246,64 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     else:
         _print_summary(result, skipped, target, report_path)
     ctx.exit(EXIT_HELD if result.holds else EXIT_FAILED)
+
+
+def _flink_campaign(ctx: click.Context, jobs: list[str], master: str, api: str, conf: dict, name: str | None,
+                    out: str, faults: int, time_limit: float, as_json: bool) -> None:
+    """``campaign --on-flink JOB...``: every job on Apache Flink, one Spark task each."""
+    import os
+
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.on_flink.runner import FlinkUnavailable, check_available
+    from streamproof.spark_harness import flink_runs
+    from streamproof.spark_harness import session as sess
+    from streamproof.spark_harness import ship
+    from streamproof.spark_harness.report import is_local_path, local_path
+
+    if not jobs:
+        raise InputError("--on-flink takes the PyFlink job files to run on Flink (e.g. examples/jobs/real/*.py)")
+    missing = [job for job in jobs if not (job.endswith(".py") and os.path.isfile(job))]
+    if missing:
+        raise InputError(f"--on-flink: {missing[0]}: no such job file (a PyFlink job's .py file)")
+    try:
+        version = check_available()
+    except FlinkUnavailable as e:
+        raise InputError(e) from None
+    _require_spark_extra(("pyspark", "pyarrow", "pandas"), "streamproof campaign --on-flink")
+    name = name or f"flink-{len(jobs)}-jobs"
+    log_dir = Path(local_path(out)) / "_logs" if is_local_path(out) else Path("streamproof-logs")
+    started = time.perf_counter()
+    try:
+        spark = sess.start_session(master, api=api, app_name=f"streamproof {name}", conf=conf,
+                                   log_path=log_dir / f"{name}.log")
+    except sess.SparkSetupError as e:
+        raise InputError(e) from None
+    try:
+        ship.ship(spark)
+        click.echo(f"campaign {name}: {len(jobs)} jobs on Apache Flink {version} ({master})", err=True)
+        rows = flink_runs.run_jobs(spark, jobs, faults, time_limit, out, name)
+    except KeyboardInterrupt:
+        click.echo(f"streamproof: interrupted: campaign {name}: no job's row is kept (rows are written when every "
+                   "job has run); run it again", err=True)
+        ctx.exit(130)
+    except Exception as e:  # noqa: BLE001 - Spark failed: one line
+        raise InputError(f"campaign {name}: Spark failed: {' '.join(str(e).split())[:300]}") from None
+    finally:
+        sess.stop_session(spark)
+    seconds = time.perf_counter() - started
+    bad = [r for r in rows if r["verdict"] != "agrees"]
+    if as_json:
+        click.echo(json.dumps({"campaign": name, "flink": version, "seconds": round(seconds, 1),
+                               "rows": [{k: v for k, v in r.items() if k != "report"} for r in rows]}, default=str))
+    else:
+        click.echo(f"{'job':50} {'on Flink':9} {'simulator':13} {'runs':>4} {'s/run':>6}  executor")
+        for r in rows:
+            click.echo(f"{r['job']:50} {r['verdict']:9} {'gives all' if r['faithful'] else 'MISSES ONE':13} "
+                       f"{r['runs']:4} {r['seconds_per_run']:6.1f}  {r['executor']}"
+                       + (f"\n    {r['message']}" if r["message"] else ""))
+        click.echo(f"{len(rows) - len(bad)} of {len(rows)} jobs: every committed output under a failure equals a "
+                   f"failure-free one ({seconds:.0f} s); rows: {os.path.join(out, '_flink', name)}")
+    ctx.exit(EXIT_HELD if not bad else EXIT_FAILED)
 
 
 SPARK_EXTRA = "pip install 'streamproof[spark]'"
