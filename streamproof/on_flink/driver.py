@@ -175,48 +175,45 @@ def _patch_environment(env_module) -> None:
 
 
 def _paced_collection(env, elements, type_info):
-    """``from_collection`` as Java's ``fromData`` builds it (a ``DataGeneratorSource`` over the
-    elements), emitting one record per completed checkpoint (``RateLimiterStrategy.perCheckpoint``):
-    a checkpoint between every two records, and periodic watermarks between them."""
+    """``from_collection`` with its records converted as PyFlink converts them (its
+    ``CollectionInputFormat``'s data), emitted by a ``DataGeneratorSource`` as Java's ``fromData``
+    does, one record per completed checkpoint (``RateLimiterStrategy.perCheckpoint``): a checkpoint
+    between every two records, and periodic watermarks between them."""
     import tempfile
 
     from pyflink.common import Types
     from pyflink.datastream.data_stream import DataStream
     from pyflink.java_gateway import get_gateway
 
-    gateway = get_gateway()
-    jvm = gateway.jvm
+    jvm = get_gateway().jvm
     folder = tempfile.mkdtemp()
     path = os.path.join(folder, "elements")
     try:
         with open(path, "wb") as f:
             env.serializer.serialize(elements, f)
-        j_objs = jvm.PythonBridgeUtils.readPickledBytes(path)  # typed below, by an identity map
+        if type_info is None:
+            j_objs = jvm.PythonBridgeUtils.readPickledBytes(path)
+            type_info = Types.PICKLED_BYTE_ARRAY()
+        else:
+            j_objs = jvm.PythonBridgeUtils.readPythonObjects(path)
     finally:
         os.unlink(path)
         os.rmdir(folder)
-    j_type = Types.PICKLED_BYTE_ARRAY().get_java_type_info()
+    j_type = type_info.get_java_type_info()
     j_env = env._j_stream_execution_environment
+    j_format = jvm.org.apache.flink.streaming.api.utils.PythonTypeUtils.getCollectionInputFormat(
+        j_objs, j_type, j_env.getConfig())
+    field = j_format.getClass().getDeclaredField("dataSet")  # the records as the source would emit them
+    field.setAccessible(True)
     function = jvm.org.apache.flink.connector.datagen.functions.FromElementsGeneratorFunction(
-        j_type, j_env.getConfig(), j_objs)
+        j_type, j_env.getConfig(), field.get(j_format))
     source = jvm.org.apache.flink.connector.datagen.source.DataGeneratorSource(
         function, len(elements), jvm.org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy
         .perCheckpoint(1), j_type)
     j_stream = j_env.fromSource(source, jvm.org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(),
                                 "Collection Source", j_type)
     j_stream.setParallelism(1)
-    stream = DataStream(j_data_stream=j_stream)
-    if type_info is None:
-        return stream
-    RUN.depth += 1  # PyFlink's conversion to the collection's type, as its own source does: not the job's
-    try:
-        return stream.map(_identity, output_type=type_info).set_parallelism(1).name("Collection Source (typed)")
-    finally:
-        RUN.depth -= 1
-
-
-def _identity(value):
-    return value
+    return DataStream(j_data_stream=j_stream)
 
 
 def _one_line(exc: BaseException) -> str:

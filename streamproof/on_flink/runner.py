@@ -175,6 +175,7 @@ class FlinkClient:
             raise FlinkUnavailable("the Flink client has stopped")
         base = os.path.join(self.work, f"batch-{self.batches}")
         self.batches += 1
+        shutil.rmtree(base, ignore_errors=True)  # a kept folder used before
         os.makedirs(base)
         runs = []
         for k, spec in enumerate(specs):
