@@ -566,6 +566,11 @@ class GraphJob:
         if new_parallelism is not None:
             chains = self.graph.forward_group(self.graph.chain_of[operator]) if operator else \
                 {c.name for c in self.graph.chains if self.graph.by_name[c.head].kind != "source"}
+            # a source's subtasks keep their number; so do the chains it feeds forward (a collection dealt over
+            # the subtasks of a watermark generator, certify_job_graph: the generator keeps its parallelism)
+            fed = {self.graph.chain_of[e.target] for e in self.graph.edges
+                   if e.partitioning == "forward" and self.graph.by_name[e.source].kind == "source"}
+            chains -= {c for f in fed for c in self.graph.forward_group(f)}
             self.graph = self.graph.with_parallelism(chains, new_parallelism)
         latest = self.coordinator.latest()
         self.events.append(("failover", reason, failed_subtask, latest.checkpoint_id if latest else None,

@@ -77,7 +77,23 @@ def _value_hash_code(value: Any) -> int:
         for field_value in value:
             h = (31 * h + _value_hash_code(field_value)) & _MASK32
         return _to_int32(h)
-    return java_hash_code(value)
+    if isinstance(value, (str, int, Int32)):
+        return java_hash_code(value)
+    return _pickled_hash_code(value)
+
+
+def _pickled_hash_code(value: Any) -> int:
+    """Any other key (an object PyFlink keys by its pickled bytes, e.g. an ``OutputTag``): a hash of
+    those bytes, the same for equal keys in every process (Python's ``hash`` is salted per process).
+    Which subtask such a key lands on is not Flink's; that each key has one is."""
+    import pickle
+    import zlib
+
+    try:
+        data = pickle.dumps(value, protocol=4)
+    except Exception as e:  # noqa: BLE001 - an unpicklable key cannot be a PyFlink key either
+        raise TypeError(f"unsupported key type {type(value).__name__}: not picklable ({e})") from None
+    return _to_int32(zlib.crc32(data))
 
 
 def java_hash_code(key: Key) -> int:

@@ -79,22 +79,23 @@ def _restore_offsets(run: JobRun) -> list[int] | None:
     return list(checkpoint.source_offsets)
 
 
-def _points_from(scenario: JobScenario, offsets: list[int], records: list[list]) -> tuple:
-    """The emission points a source reaches after its restored offset (an offset counts the
-    elements read: records and emission points): where a restarted generator can emit."""
-    out = []
+def _points_from(subject: JobSubject, scenario: JobScenario, offsets: list[int]) -> tuple:
+    """The emission points (as written) a source reaches after its restored offset (an offset counts
+    the elements a source subtask read: records and emission points): where a restarted generator
+    can emit."""
+    out = [set() for _ in subject.source_records]
     dropped = set(scenario.drop)
-    for s, rs in enumerate(records):
-        chosen = set(scenario.points[s]) if s < len(scenario.points) else set()
-        index, kept = 0, []
-        for i in range(len(rs)):  # as _elements lays them out: record, clock advance, emission point
-            index += 1 if (s, i) in dropped else 2
+    written = subject.source_records
+    for a, (w, j, stride) in enumerate(subject.lanes(scenario.parallelism, scenario.uniform)):
+        chosen = set(scenario.points[w]) if w < len(scenario.points) else set()
+        index = 0
+        for i in range(j, len(written[w]), stride):  # as _elements lays them out: record, clock advance, point
+            index += 1 if (w, i) in dropped else 2
             if i in chosen:
-                if index >= offsets[s]:
-                    kept.append(i)
+                if index >= offsets[a]:
+                    out[w].add(i)
                 index += 1
-        out.append(tuple(kept))
-    return tuple(out)
+    return tuple(tuple(sorted(p)) for p in out)
 
 
 def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> Iterator[JobRun | str]:
@@ -111,7 +112,7 @@ def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> It
     if faulty.lineage is not None:  # the order the committed state consumed its records, replayed
         lineage_points = [scenario.points, tuple(() for _ in records)]
         if offsets is not None:
-            lineage_points.insert(1, _points_from(scenario, offsets, records))
+            lineage_points.insert(1, _points_from(subject, scenario, offsets))
         for points in dict.fromkeys(lineage_points):
             for interruptible in (False, True):
                 replay = simulate(subject, scenario, interruptible, faults=(), points=points, checkpoints=False,
@@ -120,7 +121,7 @@ def references(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> It
                     yield replay  # else it could not follow the lineage: no reference (checked, never trusted)
     variants = [tuple(() for _ in records)]
     if offsets is not None:
-        variants.insert(0, _points_from(scenario, offsets, records))
+        variants.insert(0, _points_from(subject, scenario, offsets))
     variants += [tuple(tuple(j for j in points if (t, j) != (s, i)) for t, points in enumerate(scenario.points))
                  for s, points in enumerate(scenario.points) for i in points]
     tried = {scenario.points}
@@ -211,7 +212,7 @@ def _late_at_source(run: JobRun) -> set:
         if event[0] == "late-at-source":
             source, offset = event[1], event[2]
             element = run.job.spec.sources[source][offset]
-            late.add((source, element.index))
+            late.add((run.written[source] if run.written else source, element.index))
     return late
 
 

@@ -46,6 +46,7 @@ class BuiltJob:
     windows: list[str]
     fixed: set[str] = field(default_factory=set)  # operators whose parallelism the job sets
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    spread: set[str] = field(default_factory=set)  # collection sources dealt round robin over their subtasks
 
 
 class _Typed:
@@ -146,10 +147,13 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
     programs: dict[str, SourceProgram] = {}
     collections: dict[str, list] = {}
     labels: dict[str, pl.Node] = {}
-    keyed, windows, sinks, fixed = [], [], [], set()
+    keyed, windows, sinks, fixed, spread = [], [], [], set(), set()
     parallelism_of: dict[int, int] = {}
 
     main_output: dict[int, str] = {}  # node id -> the graph operator its main output leaves from
+    # PyFlink routes (OutputTag, value) results to side outputs only in operators a get_side_output reads
+    # (has_side_output); elsewhere the pair is an output value like any other
+    side_read = {i for n in pipeline.nodes if n.kind == pl.SIDE_OUTPUT for i in n.inputs}
 
     def resolve(node_id: int) -> list[tuple[int, str | None]]:
         """(graph operator's node id, side-output tag) of what a node reads from ``node_id``."""
@@ -172,6 +176,15 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
             # a collection is non-parallel (PyFlink); a connector runs at the job's parallelism, else 1 (its
             # subtasks, and so the scenarios' emission points, are the same in every scenario)
             p = node.parallelism or (1 if node.source.kind == "collection" else pipeline.parallelism or 1)
+            chain = _python_chain(pipeline, node, fused)
+            if chain is not None and p == 1 and node.source.kind == "collection":
+                # PyFlink runs the chain's Python functions (a TimestampAssigner's extraction included) at the
+                # default parallelism after a rebalance, the watermark generator with them: each generator
+                # subtask sees every p-th record. Modelled as p source subtasks dealt the records round robin.
+                own = None if uniform else chain or pipeline.parallelism
+                p = overrides.get(name, own or parallelism)
+                if p > 1:
+                    spread.add(name)
             parallelism_of[node.id] = p
             operators.append(OperatorNode(name, "source", p))
             programs[name] = _program(pipeline, node, fused)
@@ -221,6 +234,8 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 raise _fail(node, f"{node.kind} is not supported")
         except UnsupportedFeature as e:
             raise _fail(node, str(e)) from None
+        if node.id not in side_read and node.kind in (pl.PROCESS, pl.MAP, pl.FLAT_MAP, pl.FILTER) and name in functions:
+            functions[name] = _without_side_outputs(functions[name])
         convert = jf.typed(node.output_type) if node.kind != pl.SINK else None
         if convert is not None:
             typed_name = f"{name}/type"
@@ -240,7 +255,8 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                     functions[selector] = _selector(node.key_selector)
                     edges.append(Edge(up, target, "keyed", key_selector=selector, tag=tag))
                 else:
-                    same = parallelism_of[up_id] == p and pipeline.node(up_id).kind != pl.SOURCE
+                    same = parallelism_of[up_id] == p and (pipeline.node(up_id).kind != pl.SOURCE or
+                                                           names[up_id] in spread)
                     edges.append(Edge(up, target, "forward" if same else "rebalance", tag=tag))
     if not sinks:
         raise JobGraphError(f"{pipeline.file}: the job has no sink (print, add_sink or sink_to)")
@@ -249,7 +265,28 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
     except GraphError as e:
         raise JobGraphError(f"{pipeline.file}: {e}") from None
     return BuiltJob(graph, functions, programs, collections, labels, sinks, keyed, windows, fixed,
-                    pipeline.max_parallelism or DEFAULT_MAX_PARALLELISM)
+                    pipeline.max_parallelism or DEFAULT_MAX_PARALLELISM, spread)
+
+
+def _without_side_outputs(factory):
+    def make():
+        function = factory()
+        function.side_outputs = False
+        return function
+    return make
+
+
+def _python_chain(pipeline: pl.Pipeline, source: pl.Node, fused: dict[int, int]) -> int | None:
+    """For a source whose task runs Python functions before its watermark generator (a map, filter,
+    flat_map, or a Python ``TimestampAssigner``, which PyFlink runs as a ``ProcessFunction``): the
+    parallelism the job gives them (0: none given); None when the chain is Java only (a strategy
+    without an assigner, chained to the source at its parallelism, as Java's
+    ``assignTimestampsAndWatermarks``)."""
+    members = [n for n in pipeline.nodes if fused.get(n.id) == source.id]
+    python = [n for n in members if n.kind != pl.TIMESTAMPS or n.watermarks.assigner is not None]
+    if not python:
+        return None
+    return next((n.parallelism for n in members if n.parallelism), 0)
 
 
 def _selector(selector: Any):

@@ -100,7 +100,10 @@ class JobSubject:
 
     @property
     def source_records(self) -> list[list]:
-        """Per source subtask, the job's own records."""
+        """Per source subtask *as written*, the job's own records: a collection is one subtask (PyFlink's
+        ``from_collection`` is non-parallel), a connector's records are spread over its subtasks. A
+        scenario's emission points and dropped records index this layout (:meth:`lanes` maps it to
+        the subtasks a run has)."""
         built = self.built(1)
         out = []
         for op in built.graph.sources:
@@ -113,8 +116,45 @@ class JobSubject:
                 node = built.labels[op.name]
                 raise JobCertifyError(f"{node.line}: the source {op.name!r} ({node.source.description}) has no data in "
                                       f"the job's file: give --records '{op.name}=module:records'")
-            out += [records] + [[] for _ in range(op.parallelism - 1)]
+            out += [records] if op.name in built.spread else [records] + [[] for _ in range(op.parallelism - 1)]
         return out
+
+    def lanes(self, parallelism: int, uniform: bool = False) -> list[tuple[int, int, int]]:
+        """Per source subtask of a run at ``parallelism``: (its subtask as written, offset, stride):
+        it reads records ``offset::stride`` of that subtask's records (a collection whose Python chain
+        runs at the default parallelism is dealt round robin; otherwise stride 1)."""
+        key = ("lanes", parallelism, uniform)
+        if key not in self._built:
+            written, lanes = 0, []
+            for op in self.built(parallelism, uniform).graph.sources:
+                if op.name in self.built(parallelism, uniform).spread:
+                    lanes += [(written, j, op.parallelism) for j in range(op.parallelism)]
+                    written += 1
+                else:
+                    lanes += [(written + i, 0, 1) for i in range(op.parallelism)]
+                    written += op.parallelism
+            self._built[key] = lanes
+        return self._built[key]
+
+    def to_lanes(self, points: tuple, parallelism: int, uniform: bool = False) -> tuple:
+        """Emission points as written -> per source subtask of the run."""
+        return tuple(tuple(i // stride for i in (points[w] if w < len(points) else ()) if i % stride == j)
+                     for w, j, stride in self.lanes(parallelism, uniform))
+
+    def from_lanes(self, points: tuple, parallelism: int, uniform: bool = False) -> tuple:
+        """Per source subtask of the run -> as written (the inverse of :meth:`to_lanes`)."""
+        out = [set() for _ in self.source_records]
+        for (w, j, stride), local in zip(self.lanes(parallelism, uniform), points):
+            out[w].update(k * stride + j for k in local)
+        return tuple(tuple(sorted(p)) for p in out)
+
+    def lane_of(self, written: tuple, parallelism: int, uniform: bool = False) -> tuple[int, int]:
+        """(source subtask as written, record index) -> (run's source subtask, its index there)."""
+        w, i = written
+        for a, (lw, j, stride) in enumerate(self.lanes(parallelism, uniform)):
+            if lw == w and i % stride == j:
+                return a, i // stride
+        return written
 
     @functools.cached_property
     def several_inputs(self) -> bool:
@@ -205,6 +245,7 @@ class JobRun:
     steps: int
     applied: list
     interrupted: int
+    written: list = field(default_factory=list)  # per source subtask of the run: its subtask as written
 
     @property
     def lineage(self) -> dict | None:
@@ -212,18 +253,21 @@ class JobRun:
         return self.job.record_lineage()
 
 
-def _elements(subject: JobSubject, points: tuple, drop: tuple = (), pace: int = 1) -> list[list]:
-    """Per source subtask: its records, the watermark emission points after the chosen ones, and
-    after each record its clock ``pace`` ms on (input-driven processing time: the same progress
-    relative to the input in every run, restored with the checkpoint)."""
+def _elements(subject: JobSubject, points: tuple, drop: tuple = (), pace: int = 1, parallelism: int = 1,
+              uniform: bool = False) -> list[list]:
+    """Per source subtask of the run: its records, the watermark emission points after the chosen
+    ones, and after each record its clock ``pace`` ms on (input-driven processing time: the same
+    progress relative to the input in every run, restored with the checkpoint). ``points`` and
+    ``drop`` index the records as written; each record keeps its index as written."""
     sources = []
     dropped = set(drop)
-    for s, records in enumerate(subject.source_records):
-        chosen = set(points[s]) if s < len(points) else set()
+    written = subject.source_records
+    for w, j, stride in subject.lanes(parallelism, uniform):
+        chosen = set(points[w]) if w < len(points) else set()
         elements: list = []
-        for i, record in enumerate(records):
-            if (s, i) not in dropped:
-                elements.append(_Indexed(None, record, MIN_WATERMARK, i))
+        for i in range(j, len(written[w]), stride):
+            if (w, i) not in dropped:
+                elements.append(_Indexed(None, written[w][i], MIN_WATERMARK, i))
             elements.append(ProcessingTimeAdvance((i + 1) * pace))
             if i in chosen:
                 elements.append(PeriodicWatermark(MIN_WATERMARK, 0))
@@ -259,7 +303,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     config = TaskConfig(interruptible_timers=bool(interruptible), unaligned_checkpoints=scenario.unaligned,
                         callback_seconds=CALLBACK_SECONDS)
     spec = GraphJobSpec(built.graph, _elements(subject, scenario.points if points is None else points, scenario.drop,
-                                               scenario.pace),
+                                               scenario.pace, scenario.parallelism, scenario.uniform),
                         _functions(built, interruptible), max_parallelism=built.max_parallelism,
                         checkpoint_interval=scenario.checkpoint_interval if checkpoints else 10**9, config=config,
                         channel_capacity=10**9 if eager or lineage is not None else 4,
@@ -276,7 +320,8 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything: a verdict, not a crash
         return f"{type(e).__name__}: {' '.join(str(e).split())}{_where(e, subject.pipeline.file)}"
     raw = job.external.output()
-    return JobRun(Counter(canonical(v) for v in raw), raw, job, steps, applied, interrupted)
+    return JobRun(Counter(canonical(v) for v in raw), raw, job, steps, applied, interrupted,
+                  [w for w, _, _ in subject.lanes(scenario.parallelism, scenario.uniform)])
 
 
 def _where(error: BaseException, job_file: str) -> str:
@@ -323,14 +368,20 @@ def describe_scenario(subject: JobSubject, scenario: JobScenario) -> list[str]:
     """The scenario's choices, one line each, in the job's terms."""
     built = subject.built(scenario.parallelism, scenario.uniform)
     records = subject.source_records
+    lanes = subject.lanes(scenario.parallelism, scenario.uniform)
     lines = []
     for s, op in enumerate(op for op in built.graph.sources for _ in range(op.parallelism)):
-        points = scenario.points[s] if s < len(scenario.points) else ()
-        count = len(records[s])
+        w, j, stride = lanes[s]
+        mine = list(range(j, len(records[w]), stride))
+        points = [i for i in (scenario.points[w] if w < len(scenario.points) else ()) if i in mine]
+        count = len(mine)
         where = "after every record" if len(points) == count and count else \
             "never (only the end of input's MAX_WATERMARK)" if not points else \
-            "after records " + ", ".join(f"#{i} {records[s][i]!r}" for i in points)
-        lines.append(f"{op.name}[{s}]: its {count} records in the file's order; the watermark generator emits {where}")
+            "after records " + ", ".join(f"#{i} {records[w][i]!r}" for i in points)
+        which = "its" if stride == 1 else f"one in {stride} (from #{j}: PyFlink runs the timestamp assigner at " \
+            "the default parallelism after a rebalance) of its"
+        lines.append(f"{op.name}[{s}]: {which} {count} records in the file's order; the watermark generator emits "
+                     f"{where}")
     dropped = [f"#{i}" for _, i in scenario.drop]
     if dropped:
         lines.append(f"records left out (behind their source's watermark): {', '.join(dropped)}")

@@ -94,7 +94,7 @@ def _run(calls=None, outputs=()):
 def test_fault_points_spread_over_functions_round_robin():
     run = _run({(0, "element"): 9, (0, "timer"): 4, (1, "element"): 2})
     points = oracle.fault_points(run, 10)
-    assert points[:2] == [(0, "element", 3), (1, "element", 1)]
+    assert points[:4] == [(0, "element", 3), (1, "element", 1), (0, "timer", 1), (0, "element", 6)]
     assert set(points) == {(0, "element", 3), (0, "element", 6), (0, "timer", 1), (0, "timer", 4), (1, "element", 1)}
     assert oracle.fault_points(run, 2) == points[:2]
     assert oracle.fault_points(_run({(0, "element"): 0}), 6) == []

@@ -104,6 +104,8 @@ def _encode(value: Any, canon: bool) -> Any:
         return {"$decimal": _decimal_text(value) if canon else str(value)}
     if _is_flink(value, "Instant"):
         return {"$instant": [value.seconds, value.nanos]}
+    if _is_flink(value, "OutputTag"):  # a (tag, value) pair PyFlink emits as a value (no get_side_output reads it)
+        return {"$output_tag": value.tag_id}
     raise UnencodableValue(f"a value of type {type(value).__name__} ({_short(value)}) cannot be written in a "
                            "scenario; records must be JSON-like (str, int, float, bool, None, tuple, list, dict, "
                            "Row, bytes, set, datetime, date, time, timedelta, Decimal, Instant)")
@@ -185,6 +187,10 @@ def decode(data: Any) -> Any:
 
         seconds, nanos = data["$instant"]
         return Instant(seconds, nanos)
+    if "$output_tag" in data:
+        from streamproof.flink.datastream.output_tag import OutputTag
+
+        return OutputTag(data["$output_tag"])
     raise UnencodableValue(f"unknown tagged value {json.dumps(data)[:80]}")
 
 

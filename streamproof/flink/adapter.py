@@ -409,7 +409,11 @@ class _AggregatingState(_Handle, st.AggregatingState):
 class PyFlinkFunctionAdapter(impl.KeyedProcessFunction):
     """An impl-style :class:`streamproof.impl.operators.KeyedProcessFunction` running a PyFlink-style
     one: ``open(runtime_context)``, ``process_element(value, ctx)`` and ``on_timer(timestamp, ctx)``
-    whose yielded values are the output and ``(OutputTag, value)`` pairs the side outputs."""
+    whose yielded values are the output and ``(OutputTag, value)`` pairs the side outputs (as
+    PyFlink's ``has_side_output``: only when some ``get_side_output`` reads the operator; else
+    ``side_outputs`` is False and such a pair is an output value like any other)."""
+
+    side_outputs = True
 
     def __init__(self, function: Any, job_parameters: dict | None = None):
         self.function = function
@@ -453,7 +457,7 @@ class PyFlinkFunctionAdapter(impl.KeyedProcessFunction):
             raise TypeError(f"{self.user_class_name}.{callback} returned {results!r}: PyFlink iterates a "
                             f"callback's result (yield the outputs, return an iterable or None)") from None
         for result in iterator:
-            if isinstance(result, tuple) and result and _is_output_tag(result[0]):
+            if self.side_outputs and isinstance(result, tuple) and result and _is_output_tag(result[0]):
                 ctx.output(result[0].tag_id, result[1])
             else:
                 out.collect(result)

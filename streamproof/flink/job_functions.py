@@ -158,6 +158,8 @@ class NonKeyed:
     """A map/flat_map/filter or ``ProcessFunction`` on a non-keyed stream, as a
     :class:`~streamproof.impl.chain.ProcessOperator` function."""
 
+    side_outputs = True  # False: no get_side_output reads this operator, so PyFlink emits (tag, value) as a value
+
     def __init__(self, kind: str, function: Any, name: str):
         self.kind, self.function, self.name = kind, copy.deepcopy(function), name
         self.now, self.watermark, self.ts = 0, MIN_WATERMARK, MIN_WATERMARK
@@ -178,7 +180,7 @@ class NonKeyed:
         self.ts, self.watermark, self.now = timestamp, watermark, now
         out = []
         for result in _results(self.function.process_element(value, self._ctx)):
-            if isinstance(result, tuple) and result and adapter._is_output_tag(result[0]):
+            if self.side_outputs and isinstance(result, tuple) and result and adapter._is_output_tag(result[0]):
                 out.append((result[0].tag_id, result[1]))
             else:
                 out.append((None, result))

@@ -96,7 +96,7 @@ def instrument(function, function_id: int, counting: Counting, window: bool = Fa
     not the job's own (PyFlink's adapters for ``key_by`` and timestamps, a function counted already)."""
     if getattr(function, "_streamproof_counted", False) or isinstance(function, (CountedCall, type)):
         return None
-    if (getattr(type(function), "__module__", "") or "").startswith("pyflink"):
+    if any((getattr(obj, "__module__", "") or "").startswith("pyflink") for obj in (function, type(function))):
         return None
     if callable(function) and not any(hasattr(type(function), m) for m in ELEMENT_METHODS + TIMER_METHODS +
                                       WINDOW_METHODS):

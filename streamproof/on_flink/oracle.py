@@ -80,16 +80,17 @@ def _key(run: FlinkRun, sinks: int) -> tuple:
 
 def fault_points(run: FlinkRun, budget: int) -> list[tuple]:
     """Where to fail, from a failure-free run's call counts: each element-fed function at a third
-    and two thirds of its calls, each firing function at its first and last firing; round-robin
-    over functions, at most ``budget`` points."""
-    per_function: dict = {}
+    and two thirds of its calls, each firing function at its first and last firing; per function
+    the kinds alternate (element, timer, element, timer), then round-robin over functions, at most
+    ``budget`` points."""
+    per_kind: dict = {}
     for (fid, kind), n in sorted(run.calls.items()):
-        if n <= 0:
-            continue
-        picks = (max(1, n // 3), max(1, 2 * n // 3)) if kind == "element" else (1, n)
-        per_function.setdefault(fid, []).extend((fid, kind, k) for k in dict.fromkeys(picks))
-    rounds = itertools.zip_longest(*per_function.values())
-    points = [p for group in rounds for p in group if p is not None]
+        if n > 0:
+            picks = (max(1, n // 3), max(1, 2 * n // 3)) if kind == "element" else (1, n)
+            per_kind.setdefault(fid, []).append([(fid, kind, k) for k in dict.fromkeys(picks)])
+    per_function = [[p for group in itertools.zip_longest(*kinds) for p in group if p is not None]
+                    for _, kinds in sorted(per_kind.items())]
+    points = [p for group in itertools.zip_longest(*per_function) for p in group if p is not None]
     return points[:budget]
 
 
