@@ -221,15 +221,19 @@ class JobCertificate:
     not_exercised: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)  # operator -> what the job's own input never reaches
     operators: dict = field(default_factory=dict)  # keyed operator -> kind, line, interruptible timers verdict
+    on_flink: Any = None  # the report of the job's runs on Apache Flink (streamproof.on_flink), when asked for
 
     @property
     def holds(self) -> bool:
-        return all(r["verdict"] in ("held", NOT_APPLICABLE) for r in self.results.values())
+        flink = self.on_flink is None or self.on_flink.exactly_once
+        return flink and all(r["verdict"] in ("held", NOT_APPLICABLE) for r in self.results.values())
 
     @property
     def status(self) -> str:
         if any(r["verdict"] == "failed" for r in self.results.values()):
             return "not certified"
+        if self.on_flink is not None and not self.on_flink.exactly_once:
+            return "not certified (on Apache Flink)"
         if any(r["verdict"] == "not exercised" for r in self.results.values()):
             return "not exercised"
         return "certified"

@@ -45,7 +45,8 @@ def run_one(config: dict, index: int) -> dict:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
             subject = load_job(path)
-            report = run_on_flink(subject, path, faults=config["faults"], time_limit=config["time_limit"])
+            report = run_on_flink(subject, path, faults=config["faults"], time_limit=config["time_limit"],
+                                  mode=config.get("mode", "process"))
         verdicts = [f.verdict for f in report.faults]
         row.update(verdict="failed" if "failed" in verdicts else "differs" if "differs" in verdicts else "agrees",
                    faithful=report.faithful, runs=len(report.run_seconds),

@@ -70,6 +70,10 @@ _PUBLIC = {
     "certify_job": ("streamproof.properties.certify_job_report", "certify"),
     "JobCertificate": ("streamproof.properties.certify_job", "JobCertificate"),
     "JobCertifyError": ("streamproof.properties.certify_job_runs", "JobCertifyError"),
+    # running a job on Apache Flink itself (docs/conformance.md, "Whole jobs on Apache Flink")
+    "run_on_flink": ("streamproof.on_flink.oracle", "run_on_flink"),
+    "FlinkReport": ("streamproof.on_flink.oracle", "FlinkReport"),
+    "FlinkUnavailable": ("streamproof.on_flink.runner", "FlinkUnavailable"),
     "Certificate": (_CERTIFY, "Certificate"),
     "CertifyError": (_CERTIFY, "CertifyError"),
 }

@@ -69,17 +69,29 @@ def streamproof_certify(tmp_path) -> Callable[..., Any]:
     timestamp=None, span=None) -> Certificate`` for one operator, or ``certify("path/job.py" |
     "package.job" | build_function, examples=50, seed=0) -> JobCertificate`` for a job as written
     (docs/certify.md): counterexamples go to the test's ``tmp_path``; the test asserts
-    ``certificate.holds``."""
+    ``certificate.holds``. A job with ``on_flink=True`` also runs on Apache Flink
+    (:func:`streamproof.run_on_flink`); its report is ``certificate.on_flink`` and ``holds`` is
+    False when Flink committed an output no failure-free run gives."""
 
-    def run(operator: Any, examples: int | None = None, seed: int = 0, **given: Any) -> Any:
+    def run(operator: Any, examples: int | None = None, seed: int = 0, on_flink: bool = False, **given: Any) -> Any:
         from streamproof.certify_cli import is_job
         from streamproof.properties import certify_job_report
 
         if callable(operator) or is_job(operator):
             if given:
                 raise TypeError(f"{sorted(given)[0]}= is for one operator; a job brings its own input")
-            return certify_job_report.certify(operator, 50 if examples is None else examples, seed,
-                                       str(tmp_path / "certificate"))
+            certificate = certify_job_report.certify(operator, 50 if examples is None else examples, seed,
+                                                     str(tmp_path / "certificate"))
+            if on_flink:
+                from streamproof.on_flink import oracle, report
+                from streamproof.properties.certify_job_runs import load_job
+
+                subject = load_job(operator)
+                certificate.on_flink = oracle.run_on_flink(subject, subject.pipeline.file)
+                report.append(tmp_path / "certificate", certificate.on_flink)
+            return certificate
+        if on_flink:
+            raise TypeError("on_flink=True runs a job on Apache Flink; a single operator has no job to run")
         from streamproof.properties.certify import certify, load
 
         return certify(load(operator, **given), 100 if examples is None else examples, seed, tmp_path / "certificate")

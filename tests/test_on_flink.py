@@ -204,7 +204,7 @@ def test_flink_agrees_on_a_checkpointed_job_and_the_simulator_gives_its_outputs(
     from streamproof.properties.certify_job_runs import load_job
 
     subject = load_job(str(JOBS / "event_time_timer.py"))
-    report = oracle.run_on_flink(subject, subject.pipeline.file, faults=2)
+    report = oracle.run_on_flink(subject, subject.pipeline.file, faults=2, mode="thread")  # thread: seconds per run
     as_written = report.failure_free[0].outputs[0]
     # from_collection emits its 8 records before the first periodic watermark: every timer fires at
     # the end of input, each with the key's final sum (issue 26's case, now a schedule certify runs)
@@ -216,8 +216,8 @@ def test_flink_agrees_on_a_checkpointed_job_and_the_simulator_gives_its_outputs(
 
 def test_flink_shows_the_problem_certify_refuses(flink, tmp_path):
     out = tmp_path / "cert"
-    done = _cli("certify", str(COUNT_IN_ATTRIBUTE), "--examples", "0", "--on-flink", "--flink-faults", "2",
-                "--out", str(out))
+    done = _cli("certify", str(COUNT_IN_ATTRIBUTE), "--examples", "0", "--on-flink", "--flink-faults", "1",
+                "--out", str(out))  # PyFlink's default process mode
     assert done.returncode == 1, done.stdout + done.stderr
     assert "job.same-output              failed" in done.stdout, done.stdout
     assert "differs" in done.stdout, done.stdout

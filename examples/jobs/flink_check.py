@@ -32,6 +32,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("jobs", nargs="*")
     parser.add_argument("--faults", type=int, default=6)
+    parser.add_argument("--mode", choices=("process", "thread"), default="process",
+                        help="PyFlink's python.execution-mode [default: process, PyFlink's own default]")
     parser.add_argument("--out", default="results/flink-check.json")
     parser.add_argument("--record", default=None, metavar="FILE",
                         help="also write every failure-free output Flink committed (tests/data/flink_job_outputs.json)")
@@ -50,7 +52,7 @@ def main(argv: list[str]) -> int:
             detail = str(e)
         else:
             try:
-                report = run_on_flink(subject, subject.pipeline.file, faults=args.faults)
+                report = run_on_flink(subject, subject.pipeline.file, faults=args.faults, mode=args.mode)
             except FlinkUnavailable as e:
                 print(f"flink-check: error: {e}", file=sys.stderr)
                 return 2

@@ -137,11 +137,15 @@ def sink_names(subject) -> list[str]:
     return [names[node.id] for node in subject.pipeline.sinks]
 
 
-def _failure_free(client: FlinkClient, job_file: str, parallelism: int) -> tuple[list, str]:
-    """The failure-free runs, as written and paced, in PyFlink's thread mode (Python in the JVM:
-    seconds per run), or its process mode (Beam workers) when the job does not run in thread
-    mode (e.g. records of a class defined in the job's ``__main__``, which thread mode cannot unpickle)."""
-    for mode in ("thread", "process"):
+MODES = ("process", "thread")
+
+
+def _failure_free(client: FlinkClient, job_file: str, parallelism: int, mode: str) -> tuple[list, str]:
+    """The failure-free runs, as written and paced, in PyFlink's ``process`` mode (Beam workers,
+    PyFlink's default), or in ``thread`` mode (Python in the JVM: a few seconds per run) falling
+    back to process mode when the job does not run there (records of a class defined in the job's
+    ``__main__``, which thread mode cannot unpickle)."""
+    for mode in dict.fromkeys((mode, "process")):
         specs = [RunSpec(None, parallelism, paced=paced, execution_mode=mode) for paced in (False, True)]
         runs = client.run(job_file, specs)
         if not any(r.error for r in runs) or mode == "process":
@@ -150,21 +154,24 @@ def _failure_free(client: FlinkClient, job_file: str, parallelism: int) -> tuple
 
 
 def run_on_flink(subject, job_file: str, parallelism: int = 2, faults: int = FAULT_RUNS,
-                 time_limit: float = 600.0, progress=None) -> FlinkReport:
+                 time_limit: float = 600.0, progress=None, mode: str = "process") -> FlinkReport:
     """Run ``job_file`` (the file ``subject`` was captured from) on Apache Flink and compare.
 
     Failure-free: once as written (``from_collection`` emits its records at once: typically no
     watermark before the end of input) and once paced (one record per completed checkpoint, so
     checkpoints and periodic watermarks fall between records). With a failure: paced, the points
     from the paced run's call counts (:func:`fault_points`), so that the restore is from a
-    checkpoint taken between records."""
+    checkpoint taken between records. ``mode``: PyFlink's ``python.execution-mode`` (:data:`MODES`;
+    thread mode is faster, and cannot checkpoint a session window's merging state in 2.3)."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     started = time.monotonic()
     version = check_available()
     report = FlinkReport(version, job_file, parallelism)
     say = progress or (lambda text: None)
     say(f"Apache Flink {version}: failure-free runs (as written, and paced: a checkpoint between records)")
     with FlinkClient(os.path.dirname(os.path.abspath(job_file)), time_limit) as client:
-        free, mode = _failure_free(client, job_file, parallelism)
+        free, mode = _failure_free(client, job_file, parallelism, mode)
         report.mode = mode
         report.failure_free = free
         report.run_seconds += [r.seconds for r in free]

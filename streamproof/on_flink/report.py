@@ -54,8 +54,11 @@ def append(out: Path, report: FlinkReport, command: str = "") -> None:
 
     md = out / "certificate.md"
     text = md.read_text() if md.exists() else ""
-    write_atomically(md, text.rstrip("\n") + "\n\n" + markdown(report, command))
     path = out / "certificate.json"
     document = json.loads(path.read_text()) if path.exists() else {}
     document["on_flink"] = report.to_json()
+    if not report.exactly_once and document.get("status") in ("certified", "not exercised"):
+        text = text.replace(f"**{document['status']}**", "**not certified (on Apache Flink)**", 1)
+        document.update(status="not certified (on Apache Flink)", certified=False)
+    write_atomically(md, text.rstrip("\n") + "\n\n" + markdown(report, command))
     write_atomically(path, json.dumps(document, indent=1, default=str) + "\n")

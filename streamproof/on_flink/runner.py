@@ -39,7 +39,7 @@ class RunSpec:
     parallelism: int = 2
     checkpoint_interval: int = 200
     paced: bool = False  # the job's collections emit one record per completed checkpoint
-    execution_mode: str = "thread"  # PyFlink's python.execution-mode: process (Beam workers) or thread
+    execution_mode: str = "process"  # PyFlink's python.execution-mode: process (Beam workers) or thread
 
 
 @dataclass
