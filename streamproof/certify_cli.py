@@ -184,12 +184,14 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
     if on_flink is not None:
-        certificate.on_flink = _on_flink(subject, target, Path(out), command, *on_flink)
+        refused = [prop for prop, r in certificate.results.items() if r["verdict"] == "failed"]
+        certificate.on_flink = _on_flink(subject, target, Path(out), command, refused, *on_flink)
     click.echo(f"\n{target}: {certificate.status}; certificate: {md}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
 
 
-def _on_flink(subject, target: str, out: Path, command: str, faults: int, time_limit: float, mode: str):
+def _on_flink(subject, target: str, out: Path, command: str, refused: list, faults: int, time_limit: float,
+              mode: str):
     """Runs the job on Apache Flink, prints and appends the certificate's section; the report."""
     from streamproof.cli_common import InputError
     from streamproof.on_flink import oracle, report
@@ -202,12 +204,14 @@ def _on_flink(subject, target: str, out: Path, command: str, faults: int, time_l
                                     progress=lambda text: click.echo(f"on Flink: {text}"), mode=mode)
     except FlinkUnavailable as e:
         raise InputError(f"{e} (the simulator's certificate is written: {out / 'certificate.md'})") from None
-    report.append(out, flink, command)
+    report.append(out, flink, command, refused)
     for f in flink.faults:
         where = f"{f.function} call {f.fault[2]} ({f.fault[1]})" if f.fault else "-"
         click.echo(f"  fault at {where}: {f.verdict}" + (f"  {f.detail}" if f.verdict != "agrees" else ""))
     for ok, how in flink.fidelity:
         click.echo(f"  Flink output {'produced' if ok else 'NOT produced'} by the simulator: {how}")
+    for line in report.beside(flink, refused):
+        click.echo(f"  {line.replace('`', '')}")
     click.echo(report.verdict_line(flink))
     return flink
 

@@ -88,7 +88,8 @@ def streamproof_certify(tmp_path) -> Callable[..., Any]:
 
                 subject = load_job(operator)
                 certificate.on_flink = oracle.run_on_flink(subject, subject.pipeline.file)
-                report.append(tmp_path / "certificate", certificate.on_flink)
+                report.append(tmp_path / "certificate", certificate.on_flink, "",
+                              [p for p, r in certificate.results.items() if r["verdict"] == "failed"])
             return certificate
         if on_flink:
             raise TypeError("on_flink=True runs a job on Apache Flink; a single operator has no job to run")

@@ -225,3 +225,37 @@ def test_flink_shows_the_problem_certify_refuses(flink, tmp_path):
     assert document["on_flink"]["exactly_once"] is False
     assert document["on_flink"]["simulator_produces_every_flink_output"] is True
     assert "## On Apache Flink" in (out / "certificate.md").read_text()
+    assert "job.same-output refused by the simulator: Flink also committed an output no failure-free run gives" \
+        in done.stdout
+
+
+def _report(verdicts: list[str], faithful: bool = True) -> oracle.FlinkReport:
+    report = oracle.FlinkReport("2.3.0", "job.py", 2)
+    report.failure_free = [_run(outputs=[Counter({'"x"': 1})]), _run(outputs=[Counter({'"x"': 1})])]
+    report.faults = [oracle.FaultResult((0, "element", 2), "KeyedStream.process(F)", True, v, "d") for v in verdicts]
+    report.fidelity = [(faithful, "a watermark after every record, schedule 0" if faithful else "nearest: ...")]
+    report.run_seconds = [12.0, 5.0, 5.5]
+    return report
+
+
+def test_the_certificate_section_says_what_flink_showed(tmp_path):
+    from streamproof.on_flink import report as section
+
+    agreeing = _report(["agrees", "agrees (simulator)", "not reached"])
+    assert agreeing.exactly_once and agreeing.faithful
+    text = section.markdown(agreeing, "streamproof certify job.py --on-flink", ["job.interruptible-timers"])
+    assert text.startswith("## On Apache Flink 2.3.0")
+    assert "every committed output equals a failure-free one" in text
+    assert "not shown by Flink's runs: PyFlink's Python operators fire their timers without interruption" in text
+    differing = _report(["agrees", "differs"], faithful=False)
+    assert not differing.exactly_once and not differing.faithful
+    assert "1 committed an output no failure-free run gives" in section.verdict_line(differing)
+    assert section.beside(differing, ["job.same-output"]) == [
+        "`job.same-output` refused by the simulator: Flink also committed an output no failure-free run gives"]
+    (tmp_path / "certificate.json").write_text(json.dumps({"status": "certified", "certified": True}))
+    (tmp_path / "certificate.md").write_text("# Certificate: job.py\n\n**certified** (today)\n")
+    section.append(tmp_path, differing, "cmd")
+    document = json.loads((tmp_path / "certificate.json").read_text())
+    assert document["status"] == "not certified (on Apache Flink)" and document["certified"] is False
+    assert document["on_flink"]["exactly_once"] is False
+    assert "**not certified (on Apache Flink)**" in (tmp_path / "certificate.md").read_text()

@@ -22,7 +22,23 @@ def verdict_line(report: FlinkReport) -> str:
     return text
 
 
-def markdown(report: FlinkReport, command: str = "") -> str:
+WHY_NOT_SHOWN = {
+    "job.interruptible-timers": "PyFlink's Python operators fire their timers without interruption (FLIP-443 "
+                                "splits firings of Java operators that opt in), so no run on Flink splits one",
+    "job.same-output": "the failure the counterexample needs (its point, its checkpoint, its schedule) is not among "
+                       "the ones injected here; the counterexample replays it on the simulator",
+}
+
+
+def beside(report: FlinkReport, refused: list[str]) -> list[str]:
+    """For each property the simulator refused: whether Flink showed the problem, and if not why."""
+    shows = not report.exactly_once
+    return [f"`{prop}` refused by the simulator: " + (
+        "Flink also committed an output no failure-free run gives" if shows and prop == "job.same-output" else
+        "not shown by Flink's runs: " + WHY_NOT_SHOWN.get(prop, "no run on Flink reached it")) for prop in refused]
+
+
+def markdown(report: FlinkReport, command: str = "", refused: list[str] = ()) -> str:
     lines = [f"## On Apache Flink {report.version}", "",
              f"The job as written ran on Apache Flink {report.version}'s local MiniCluster (PyFlink, default "
              f"parallelism {report.parallelism}, checkpoints every 200 ms unless the job sets them, a fixed-delay "
@@ -37,6 +53,8 @@ def markdown(report: FlinkReport, command: str = "") -> str:
     for f in report.faults:
         where = f"{f.function}: call {f.fault[2]} ({f.fault[1]})" if f.fault else "-"
         lines.append(f"| fault | {where} | {f.verdict}: {f.detail.replace('|', '/')} |")
+    if refused:
+        lines += [""] + [f"- {line}" for line in beside(report, list(refused))]
     lines += ["", "Simulator fidelity (every distinct failure-free output of Flink, and the failure-free simulator "
               "run that gives it):", ""]
     for ok, how in report.fidelity:
@@ -48,7 +66,7 @@ def markdown(report: FlinkReport, command: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def append(out: Path, report: FlinkReport, command: str = "") -> None:
+def append(out: Path, report: FlinkReport, command: str = "", refused: list[str] = ()) -> None:
     """Adds the section to ``out``/certificate.md and the entry to certificate.json."""
     from streamproof.properties.files import write_atomically
 
@@ -60,5 +78,6 @@ def append(out: Path, report: FlinkReport, command: str = "") -> None:
     if not report.exactly_once and document.get("status") in ("certified", "not exercised"):
         text = text.replace(f"**{document['status']}**", "**not certified (on Apache Flink)**", 1)
         document.update(status="not certified (on Apache Flink)", certified=False)
-    write_atomically(md, text.rstrip("\n") + "\n\n" + markdown(report, command))
+    document["on_flink"]["beside_refusals"] = beside(report, list(refused))
+    write_atomically(md, text.rstrip("\n") + "\n\n" + markdown(report, command, refused))
     write_atomically(path, json.dumps(document, indent=1, default=str) + "\n")
