@@ -234,7 +234,8 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 raise _fail(node, f"{node.kind} is not supported")
         except UnsupportedFeature as e:
             raise _fail(node, str(e)) from None
-        if node.id not in side_read and node.kind in (pl.PROCESS, pl.MAP, pl.FLAT_MAP, pl.FILTER) and name in functions:
+        if node.id not in side_read and node.kind in (pl.PROCESS, pl.MAP, pl.FLAT_MAP, pl.FILTER, pl.REDUCE) and \
+                name in functions:
             functions[name] = _without_side_outputs(functions[name])
         convert = jf.typed(node.output_type) if node.kind != pl.SINK else None
         if convert is not None:
