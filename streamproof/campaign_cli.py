@@ -255,7 +255,7 @@ def _flink_campaign(ctx: click.Context, jobs: list[str], master: str, api: str, 
 
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
     from streamproof.on_flink.runner import FlinkUnavailable, check_available
-    from streamproof.spark_harness import flink_runs
+    from streamproof.on_flink import campaign as flink_runs
     from streamproof.spark_harness import session as sess
     from streamproof.spark_harness import ship
     from streamproof.spark_harness.report import is_local_path, local_path

@@ -5,5 +5,6 @@
 - :mod:`.driver`: the Flink client those runs start (PyFlink patched at four points);
 - :mod:`.instrument`: what runs in Flink's Python workers: counted functions, one failure injected;
 - :mod:`.oracle`: failure-free runs, runs with a failure, the simulator's fidelity;
-- :mod:`.report`: the certificate's "On Apache Flink" section.
+- :mod:`.report`: the certificate's "On Apache Flink" section;
+- :mod:`.campaign`: ``campaign --on-flink``: one Spark task (one MiniCluster) per job.
 """
