@@ -203,7 +203,13 @@ def _on_flink(subject, target: str, out: Path, command: str, refused: list, faul
         flink = oracle.run_on_flink(subject, subject.pipeline.file, faults=faults, time_limit=time_limit,
                                     progress=lambda text: click.echo(f"on Flink: {text}"), mode=mode)
     except FlinkUnavailable as e:
-        raise InputError(f"{e} (the simulator's certificate is written: {out / 'certificate.md'})") from None
+        kept = ""
+        if e.partial is not None and (e.partial.failure_free or e.partial.faults):
+            import json
+
+            (out / "on_flink_partial.json").write_text(json.dumps(e.partial.to_json(), indent=1) + "\n")
+            kept = f"; the Flink runs that ended: {out / 'on_flink_partial.json'}"
+        raise InputError(f"{e} (the simulator's certificate is written: {out / 'certificate.md'}{kept})") from None
     report.append(out, flink, command, refused)
     for f in flink.faults:
         where = f"{f.function} call {f.fault[2]} ({f.fault[1]})" if f.fault else "-"

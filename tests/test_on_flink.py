@@ -259,3 +259,28 @@ def test_the_certificate_section_says_what_flink_showed(tmp_path):
     assert document["status"] == "not certified (on Apache Flink)" and document["certified"] is False
     assert document["on_flink"]["exactly_once"] is False
     assert "**not certified (on Apache Flink)**" in (tmp_path / "certificate.md").read_text()
+
+
+def test_runs_that_ended_before_the_time_limit_are_kept(monkeypatch, tmp_path):
+    # the failure-free batch ends (2 runs, the paced one counted 3 calls), the batch of faults hangs
+    result = '{"executed": true, "error": null, "seconds": 1.0, "sinks": ["print"], "functions": ["f"]}'
+    _fake_flink(tmp_path, monkeypatch, f"""read DOC; R=$(dirname "$DOC")
+echo '{result}' > "$R/result-0.json"; echo '{result}' > "$R/result-1.json"
+printf '...' > "$R/run-1/counts/0.element"; touch "$DOC.done"
+read DOC2; sleep 60
+""")
+    from streamproof.properties.certify_job_runs import load_job
+
+    subject = load_job(str(JOBS / "event_time_timer.py"))
+    with pytest.raises(FlinkUnavailable, match=r"did not finish on Flink within 3 s \(0 of 2 runs done") as raised:
+        oracle.run_on_flink(subject, subject.pipeline.file, faults=2, time_limit=3)
+    partial = raised.value.partial
+    assert len(partial.failure_free) == 2 and partial.to_json()["failure_free_runs"] == 2
+
+
+def test_campaign_on_flink_bad_input_is_one_line(tmp_path):
+    none = _cli("campaign", "--on-flink", cwd=tmp_path)
+    assert none.returncode == 2 and "--on-flink takes the PyFlink job files" in none.stderr
+    missing = _cli("campaign", "--on-flink", "nope.py", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.py: no such job file" in missing.stderr
+    assert len([line for line in missing.stderr.splitlines() if line.strip()]) == 1

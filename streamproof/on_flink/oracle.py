@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import os
 
-from streamproof.on_flink.runner import FlinkClient, FlinkRun, RunSpec, check_available
+from streamproof.on_flink.runner import FlinkClient, FlinkRun, FlinkUnavailable, RunSpec, check_available
 
 FAILURE_FREE_RUNS = 2
 FAULT_RUNS = 6
@@ -170,6 +170,16 @@ def run_on_flink(subject, job_file: str, parallelism: int = 2, faults: int = FAU
     report = FlinkReport(version, job_file, parallelism)
     say = progress or (lambda text: None)
     say(f"Apache Flink {version}: failure-free runs (as written, and paced: a checkpoint between records)")
+    try:
+        return _run_on_flink(report, subject, job_file, parallelism, faults, time_limit, say, mode, started)
+    except FlinkUnavailable as e:
+        report.seconds = time.monotonic() - started
+        e.partial = report  # what ran before: kept by the caller
+        raise
+
+
+def _run_on_flink(report: FlinkReport, subject, job_file: str, parallelism: int, faults: int, time_limit: float,
+                  say, mode: str, started: float) -> FlinkReport:
     with FlinkClient(os.path.dirname(os.path.abspath(job_file)), time_limit) as client:
         free, mode = _failure_free(client, job_file, parallelism, mode)
         report.mode = mode

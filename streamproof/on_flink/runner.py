@@ -28,7 +28,10 @@ INSTALL_HINT = ("make flink-venv (a .venv-flink beside .venv), or pip install 's
 
 
 class FlinkUnavailable(RuntimeError):
-    """Flink cannot run here, or a run did not end: one line; the CLI exits 2."""
+    """Flink cannot run here, or a run did not end: one line; the CLI exits 2. ``partial``: what was
+    measured before (a :class:`~streamproof.on_flink.oracle.FlinkReport`, or None), kept by the CLI."""
+
+    partial = None
 
 
 @dataclass(frozen=True)
