@@ -1,7 +1,8 @@
-"""The client of a run on Apache Flink: ``python -m streamproof.on_flink.driver RUNS.json``, started
-by :mod:`streamproof.on_flink.runner` with genuine PyFlink importable.
+"""The client of runs on Apache Flink: ``python -m streamproof.on_flink.driver --serve`` (a runs
+document's path per line of stdin, one JVM for all) or ``... driver RUNS.json`` (one batch),
+started by :mod:`streamproof.on_flink.runner` with genuine PyFlink importable.
 
-For each run of ``RUNS.json`` the job's file runs as written (as ``__main__``, its own ``sys.argv``),
+For each run of a runs document the job's file runs as written (as ``__main__``, its own ``sys.argv``),
 with PyFlink changed at four points only:
 
 - ``get_execution_environment``: the Python of this process for Flink's Python workers, the default
@@ -12,8 +13,9 @@ with PyFlink changed at four points only:
 - every sink (``print``, ``add_sink``, ``sink_to``) becomes an exactly-once ``FileSink`` (row format,
   files rolled at each checkpoint) of the canonical values, one folder per sink in the order the job
   creates them;
-- the first ``execute()`` enables checkpointing (the job's interval, else the run's) and runs the
-  job on the local MiniCluster; a later ``execute()`` is skipped, as certify captures the first.
+- the first ``execute()`` enables checkpointing (the job's interval, else the run's; a paced run's
+  always) and runs the job on the local MiniCluster; a later ``execute()`` is skipped, as certify
+  captures the first. A paced run's ``from_collection`` emits one record per checkpoint.
 
 It writes ``result-K.json`` per run: executed or not, the error (one line) if the job failed on
 Flink, and the seconds the job took.
@@ -157,10 +159,8 @@ def _patch_environment(env_module) -> None:
         return result
 
     def execute_async(self, job_name="Flink Streaming Job"):
-        client = None
-        result = execute(self, job_name)
-        del result
-        return client
+        execute(self, job_name)  # run to the end: its committed output is what is compared
+        return None
 
     original_from_collection = cls.__dict__["_from_collection"]
 
