@@ -1,6 +1,7 @@
 """Ships the project's code to the executors: one zip of the ``streamproof`` package as it is
-installed (``streamproof/`` with ``model``, ``impl``, ``properties`` and ``spark_harness`` mapped
-under it, as the wheel's package-dir mapping does), named by a hash of its content, added with ``spark.addArtifacts(zip,
+installed (from a checkout: ``streamproof/`` with ``model``, ``impl``, ``properties`` and
+``spark_harness`` mapped under it, as the wheel's package-dir mapping does; from an installed
+wheel: the installed package tree), named by a hash of its content, added with ``spark.addArtifacts(zip,
 pyfile=True)`` (classic, local Connect and ``sc://`` alike). Spark refuses a changed file under a
 name it already has, so a new content gets a new name; the zip is byte-for-byte reproducible
 (fixed timestamps and order), so the same code always gives the same name.
@@ -27,9 +28,18 @@ def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
+def _layout(root: Path) -> dict[str, str]:
+    """Folder under ``root`` -> its place in the zip: a checkout (``root`` holds ``streamproof/`` and
+    the mapped folders) maps them as the wheel's package-dir does; an installed package (``root`` is
+    ``site-packages/streamproof`` itself, from a wheel) is shipped as it is."""
+    if (root / "streamproof").is_dir():
+        return PACKAGES
+    return {".": "streamproof"}
+
+
 def _files(root: Path) -> list[tuple[str, Path]]:
     out = []
-    for package, target in PACKAGES.items():
+    for package, target in _layout(root).items():
         base = root / package
         if not base.is_dir():
             raise FileNotFoundError(f"cannot ship the code: package directory {base} not found")

@@ -81,6 +81,18 @@ def test_code_zip_is_named_by_content_and_reproducible(tmp_path):
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
+def test_an_installed_package_is_shipped_as_it_is(tmp_path):
+    """From a wheel, ship.py sits in site-packages/streamproof/spark_harness/: the zip is that tree
+    (it used to look for site-packages/streamproof/streamproof and refuse to ship, issue 27)."""
+    zipped = ship.build_zip(directory=tmp_path / "checkout")
+    installed = tmp_path / "site-packages" / "streamproof"
+    with zipfile.ZipFile(zipped) as zf:
+        zf.extractall(tmp_path / "site-packages")  # the same tree a wheel installs
+    again = ship.build_zip(root=installed, directory=tmp_path / "wheel")
+    assert zipfile.ZipFile(again).namelist() == zipfile.ZipFile(zipped).namelist()
+    assert again.read_bytes() == zipped.read_bytes()
+
+
 def test_a_changed_file_changes_the_name(tmp_path):
     root = tmp_path / "root"
     for package in ship.PACKAGES:
