@@ -298,8 +298,8 @@ class _Watchdog:
     def fire(cls, signum, frame) -> None:
         cls.fire_at = 0.0
         operator = cls.current
-        if operator is None or operator._callback is None:
-            cls.release()
+        if operator is None or operator._callback is None or operator.max_seconds_per_callback is None:
+            cls.release()  # armed for a callback that has ended, or one without a time limit
             return
         now = time.perf_counter()
         left = operator._started + operator.max_seconds_per_callback - now

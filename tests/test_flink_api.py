@@ -543,6 +543,26 @@ def test_the_alarm_is_given_back_and_others_alarms_are_not_clobbered():
     assert signal.getsignal(signal.SIGPROF) in (signal.SIG_DFL, None) and signal.getitimer(signal.ITIMER_PROF)[0] == 0
 
 
+def test_an_alarm_left_armed_does_not_break_a_callback_without_a_limit():
+    """CI regression: an alarm armed by a limited callback went off inside a later callback of an
+    operator without a limit (another test, same worker) and raised TypeError (float + None)."""
+    import signal
+
+    from streamproof.impl.operators import _Watchdog, release_callback_watchdog
+
+    class Busy(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            for _ in range(5_000_000):  # busy (a CPU-time alarm goes off too); time.* is the job's clock here
+                pass
+            yield value
+
+    _Watchdog.arm(0.05, time.perf_counter())  # armed, as a limited callback leaves it
+    unlimited, _, _ = make(Busy())
+    feed(unlimited, "k", 1, 0)  # the alarm goes off inside this callback: released, nothing raised
+    assert signal.getitimer(_Watchdog.which)[0] == 0
+    release_callback_watchdog()
+
+
 def test_streamproof_flink_imports_nothing_heavy():
     code = ("import sys, streamproof.flink, streamproof.flink.datastream, streamproof.flink.common; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hypothesis', 'z3', 'click', 'pyflink')))")
