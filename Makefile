@@ -12,7 +12,7 @@ FLINK_STAMP := $(FLINK_VENV)/.installed-$(shell cat pyproject.toml | cksum | cut
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark,prove]'
 	@# PyFlink's Python API only (23 MB, no JVM jars): tests certify genuine pyflink operators unmodified;
 	@# what its pyflink.common/pyflink.datastream import (py4j, typing_extensions) comes with the test extra
 	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'apache-flink==2.3.0'

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from streamproof import outputs
+
 
 def _args(text: str | None):
     if text is None:
@@ -29,7 +31,7 @@ def _args(text: str | None):
               help="scenarios per property (one operator, at least 1), or random scenarios after a job's plan "
                    "(0: the plan only) [default: the profile's; 50 for a job]")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed")
-@click.option("--out", default="streamproof-certificate", show_default=True, metavar="DIR",
+@click.option("--out", default=str(outputs.default("certify")), show_default=True, metavar="DIR",
               help="where certificate.json, .md, .html and the counterexamples go")
 @click.option("--replay", "replay_file", default=None, metavar="FILE", help="check one counterexample file instead")
 @click.option("--records", default=None, metavar="MODULE:NAME",

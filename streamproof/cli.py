@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 import click
 
+from streamproof import outputs
+
 from streamproof.properties import registry
 from streamproof.properties.families import FamilyPackageError
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file
@@ -52,7 +54,7 @@ from streamproof.conform_cli import conform  # the Flink conformance kit (Java h
 from streamproof.snapshot_cli import snapshot  # inspect and validate timer snapshot files
 from streamproof.replayer import NothingToCheck, ReplayResult, replay
 
-DEFAULT_OUT = "streamproof-failures"
+DEFAULT_OUT = outputs.default("check")
 
 
 class StreamproofGroup(click.Group):

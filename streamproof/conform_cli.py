@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-DEFAULT_OUT = Path("counterexamples") / "conform"
+from streamproof import outputs
+
+DEFAULT_OUT = outputs.default("conform")
 
 
 @click.command()

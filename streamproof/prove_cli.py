@@ -12,7 +12,9 @@ from pathlib import Path
 
 import click
 
-DEFAULT_OUT = Path("counterexamples") / "prove"
+from streamproof import outputs
+
+DEFAULT_OUT = outputs.default("prove")
 
 
 def _verdict(outcome) -> str:
@@ -50,7 +52,10 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
 
     Exit 0 when every correct model's invariants are proved (or hold to the depth, for the bounded
     ones) and every variant asked for is refuted; 1 otherwise."""
+    from streamproof import extras
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
+
+    extras.require(("z3",), "prove", "streamproof prove")
     from streamproof.properties.z3models import check_model, counterexample_scenario, models
 
     registry = models()

@@ -30,6 +30,20 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+PYFLINK_HINT = ("pyflink is not installed: install its Python API (pip install 'streamproof[pyflink]', or "
+                "pip install --no-deps apache-flink for the API alone), or import the same names from "
+                "streamproof.flink; `streamproof certify` binds a missing pyflink to streamproof.flink itself")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A test module that imports a missing pyflink: the collection error says what to install."""
+    report = yield
+    if report.failed and "No module named 'pyflink" in str(report.longrepr):
+        report.sections.append(("streamproof", PYFLINK_HINT))
+    return report
+
+
 def _marked_property(request: pytest.FixtureRequest) -> str | None:
     marker = request.node.get_closest_marker(MARKER)
     if marker is None:

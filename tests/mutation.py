@@ -112,7 +112,7 @@ def prepare(workdir: Path) -> Path:
     python = workdir / ".venv" / "bin" / "python"
     if not python.exists():
         _run([sys.executable, "-m", "venv", str(workdir / ".venv")], cwd=workdir, check=True)
-        _run([str(python), "-m", "pip", "install", "-q", "-e", ".[test]", "mutmut==2.5.1"], cwd=workdir, check=True)
+        _run([str(python), "-m", "pip", "install", "-q", "-e", ".[dev]", "mutmut==2.5.1"], cwd=workdir, check=True)
     return python
 
 

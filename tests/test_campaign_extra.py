@@ -33,3 +33,11 @@ def test_campaign_without_pyarrow_names_the_extra(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1, out.stderr
     assert "needs the Spark extra: pyarrow" in out.stderr and "streamproof[spark]" in out.stderr
+
+
+def test_prove_without_z3_names_the_extra(tmp_path):
+    out = streamproof_without("z3", "prove", "flush", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("streamproof: error: streamproof prove needs the z3 extra: z3 ")
+    assert "pip install 'streamproof[prove]'" in out.stderr

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCES = ("model", "impl", "properties", "spark_harness", "streamproof", "pyproject.toml", "README.md")
+SOURCES = ("model", "impl", "properties", "spark_harness", "streamproof", "pyproject.toml", "README.md", "LICENSE")
 SCENARIO = REPO / "examples" / "timers" / "interrupted-try-advance.json"
 
 pytestmark = pytest.mark.timeout(600)
@@ -177,6 +177,41 @@ def test_the_wheel_installs_one_top_level_name(wheel):
     for package in ("model", "impl", "properties", "spark_harness", "properties/timers", "properties/valve"):
         assert f"streamproof/{package}/__init__.py" in names
     assert "streamproof/properties/schemas/scenario.schema.json" in names
+
+
+def test_the_wheels_metadata(wheel):
+    """What PyPI and pip show: one version (streamproof.__version__), an SPDX licence with its
+    file, classifiers, URLs, a core without z3 or PySpark, and the extras."""
+    import email
+
+    import streamproof
+
+    with zipfile.ZipFile(wheel) as whl:
+        (name,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = email.message_from_bytes(whl.read(name))
+        licence = [n for n in whl.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert meta["Version"] == streamproof.__version__ and wheel.name.startswith(f"streamproof-{streamproof.__version__}-")
+    assert meta["License-Expression"] == "Apache-2.0" and meta["License"] is None and licence
+    classifiers = meta.get_all("Classifier")
+    assert {"Framework :: Pytest", "Framework :: Hypothesis", "Programming Language :: Python :: 3.11"} <= set(classifiers)
+    assert not [c for c in classifiers if c.startswith("License ::")]  # the SPDX expression says it
+    assert len(meta.get_all("Project-URL")) >= 1
+    requires = meta.get_all("Requires-Dist")
+    core = {r.split(">")[0].split("=")[0].split("[")[0].strip() for r in requires if "extra ==" not in r}
+    assert core == {"hypothesis", "pytest", "click", "rich", "jinja2", "markdown-it-py"}, core
+    extras = set(meta.get_all("Provides-Extra"))
+    assert {"prove", "spark", "pyflink", "flink", "dev"} <= extras
+    assert any(r.startswith("z3-solver") and 'extra == "prove"' in r for r in requires)
+
+
+def test_a_test_module_importing_a_missing_pyflink_says_what_to_install(venv, tmp_path):
+    (tmp_path / "conftest.py").write_text("import sys\nsys.modules['pyflink'] = None  # as if not installed\n")
+    (tmp_path / "test_op.py").write_text("from pyflink.datastream import KeyedProcessFunction\n\n"
+                                         "def test_nothing():\n    assert KeyedProcessFunction\n")
+    proc = sh([venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tmp_path, tmp_path],
+              cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout
+    assert "pip install 'streamproof[pyflink]'" in proc.stdout and "streamproof.flink" in proc.stdout, proc.stdout
 
 
 def test_only_streamproof_is_importable_in_the_fresh_venv(venv, tmp_path):
