@@ -99,6 +99,7 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
                            dict(reach), invariant, _one_line(error), scenario or _scenario_of(prop, error),
                            dict(tally.reach_examples))
 
+    interrupts = _interrupts
     with counting() as reach, pinned_constants():
         tally.reach = reach
         tally.outer_exception = sys.exc_info()[1]
@@ -107,7 +108,9 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
         except KeyboardInterrupt:
             raise Interrupted(outcome(tally.first_error)) from None
         except Exception as e:  # a violation or a crash of the implementation
-            if _interrupted_inside(e):  # Hypothesis's own bookkeeping failed on the way out of a Ctrl-C
+            if _interrupts != interrupts or _interrupted_inside(e):
+                # Hypothesis's own bookkeeping failed on the way out of a Ctrl-C (its AssertionError
+                # is the interrupt, not a failure of the property)
                 raise Interrupted(outcome(tally.first_error)) from None
             scenario = _scenario_of(prop, e)
             if shrink and scenario is not None and isinstance(e, Violation) and prop.machine is None:
@@ -116,7 +119,22 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
                 except KeyboardInterrupt:
                     raise Interrupted(outcome(e, scenario)) from None
             return outcome(e, scenario)
+    if _interrupts != interrupts:  # a Ctrl-C swallowed on the way: the run was cut short
+        raise Interrupted(outcome(tally.first_error))
     return outcome(None)
+
+
+_interrupts = 0  # Ctrl-Cs received (note_interrupt): whether one landed during an exploration
+
+
+def note_interrupt() -> None:
+    """Called by a SIGINT handler (the CLI's) before it raises KeyboardInterrupt: an exploration
+    that ends with an exception after it is interrupted, whatever Hypothesis made of the
+    KeyboardInterrupt (a Ctrl-C landing as Hypothesis sets up its runner surfaces as an
+    AssertionError without the interrupt in its context: it was once reported as the property
+    failing, "caught after 0 examples (crash: AssertionError)", and the command went on)."""
+    global _interrupts
+    _interrupts += 1
 
 
 def _interrupted_inside(error: BaseException) -> bool:

@@ -61,13 +61,18 @@ def get(name: str) -> Property:
 
 
 def select(names: list[str] | None) -> list[Property]:
-    """The named properties, or every property; a family name selects all of its properties."""
+    """The named properties, or every property. A name before the dot selects exactly the
+    properties so named (``job``: ``job.*``, not the ``eos.*`` properties that also run job
+    scenarios); a scenario family that no property is named after (``valve_job``) selects its
+    properties."""
     props = all_properties()
     if not names:
         return props
     chosen: list[Property] = []
     for name in names:
-        matches = [p for p in props if p.name == name or p.family == name]
+        matches = [p for p in props if p.name == name or p.name.split(".")[0] == name]
+        if not matches:
+            matches = [p for p in props if p.family == name]
         if not matches:
             get(name)  # raises UnknownProperty with the list
         chosen.extend(p for p in matches if p not in chosen)

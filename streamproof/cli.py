@@ -87,7 +87,8 @@ class StreamproofGroup(click.Group):
 def cli() -> None:
     """Property-based verification of a Flink-style stream runtime's timers, checkpoints and
     coordinator events. Exit codes: 0 all held, 1 a property failed or a bug survived, 2 bad
-    input."""
+    input, 130 interrupted (Ctrl-C). Results go to streamproof-out/COMMAND unless --out says
+    otherwise."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -109,7 +110,10 @@ def _compact(event: Any) -> str:
 @json_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Directory for the minimal failing scenarios")
-def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool, out: Path) -> None:
+@click.option("--reach", "reach_detail", is_flag=True,
+              help="list every reachability case of every property with its counts (default: a summary)")
+def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool, out: Path,
+          reach_detail: bool) -> None:
     """Explore properties with Hypothesis (all of them by default; a family name selects its
     properties). A failure is shrunk to a minimal scenario written to --out."""
     from streamproof.properties.explore import explore
@@ -147,7 +151,7 @@ def check(names: tuple[str, ...], examples: int | None, seed: int, as_json: bool
             current = props[len(records)]  # between two properties: the next one had (almost) started
         _check_interrupted(stop, current, records, len(props), out, examples, seed, as_json)
     if not as_json:
-        _print_check_report(records)
+        _print_check_report(records, detail=reach_detail)
     click.get_current_context().exit(EXIT_HELD if all(r.exploration.holds for r in records) else EXIT_FAILED)
 
 
@@ -248,16 +252,25 @@ class _CheckRecord:
         }
 
 
-def _print_check_report(records: list[_CheckRecord], summary: bool = True) -> None:
+def _print_check_report(records: list[_CheckRecord], summary: bool = True, detail: bool = False) -> None:
+    """The result table (with how many of its declared cases each property reached), the cases
+    never reached, the failures; ``detail``: every reachability label with its counts."""
     rows = [(r.prop.name, r.prop.family, "held" if r.exploration.holds else "FAILED", r.exploration.examples,
-             r.exploration.steps, f"{r.exploration.seconds:.2f}") for r in records]
-    for line in table(("property", "family", "verdict", "examples", "steps", "seconds"), rows, {3, 4, 5}):
+             r.exploration.steps, f"{r.exploration.seconds:.2f}", _cases(r)) for r in records]
+    for line in table(("property", "family", "verdict", "examples", "steps", "seconds", "cases reached"),
+                      rows, {3, 4, 5}):
         click.echo(line)
     click.echo("")
     click.echo("examples: run as asked (a failed property: up to its first failure; shrinking's re-runs not counted)")
-    click.echo("reachability: events (times a case was reached, every run and shrinking included: one example "
-               "may reach a case many times), then how many of the examples reached it")
-    for r in records:
+    never = [(r.prop.name, label) for r in records for label in r.prop.reachability if not r.reach().get(label)]
+    for name, label in never:
+        click.echo(f"never reached: {name}: {label}")
+    if not detail:
+        click.echo("cases reached: declared cases reached at least once (--reach lists every case with its counts)")
+    else:
+        click.echo("reachability: events (times a case was reached, every run and shrinking included: one example "
+                   "may reach a case many times), then how many of the examples reached it")
+    for r in records if detail else ():
         reach, in_examples = r.reach(), r.reach_examples()
         click.echo("")
         click.echo(f"reachability of {r.prop.name}:")
@@ -528,6 +541,14 @@ def _print_bugzoo_table(rows: list) -> None:
         click.echo(line)
 
 
+def _cases(record: _CheckRecord) -> str:
+    declared = record.prop.reachability
+    if not declared:
+        return "-"
+    reach = record.reach()
+    return f"{sum(1 for label in declared if reach.get(label))}/{len(declared)}"
+
+
 def _median(values: list[int]) -> float | None:
     if not values:
         return None
@@ -537,3 +558,20 @@ def _median(values: list[int]) -> float | None:
 
 for _command in (campaign, report, prove, certify, conform, snapshot):
     cli.add_command(_command)
+
+# What 0 and 1 mean per command; 2 and 130 mean the same everywhere (the module docstring).
+_EXIT_MEANING = {
+    "check": "0 every property held, 1 one failed",
+    "replay": "0 every scenario gave its expected verdict, 1 one did not",
+    "explain": "0 the scenario holds, 1 it fails (the page is written either way)",
+    "bugzoo": "0 every variant caught, 1 one survived",
+    "certify": "0 certified, 1 not certified (or not exercised)",
+    "prove": "0 every invariant proved and every variant asked for refuted, 1 otherwise",
+    "conform": "0 every scenario agrees, 1 a divergence (2 also when Flink or Java is unavailable)",
+    "campaign": "0 every seed held, 1 one did not (2 also when Spark cannot start)",
+    "report": "0 every seed held, 1 some did not (2 also when DIR holds no results)",
+    "snapshot": "0 the file is valid, 1 it is damaged (the sections before the damage are listed)",
+}
+for _name, _meaning in _EXIT_MEANING.items():
+    cli.commands[_name].epilog = (f"Exit codes: {_meaning}, 2 bad input (one line on stderr), "
+                                  "130 interrupted (Ctrl-C; one line saying what finished).")

@@ -186,19 +186,38 @@ def test_check_prints_the_table_and_every_reachability_label(tmp_path, monkeypat
     prop = get_property("timers.differential")
     monkeypatch.setitem(registry._REGISTRY, prop.name,
                         dataclasses.replace(prop, reachability=(*prop.reachability, unreachable)))
-    result = run("check", "timers.differential", "--examples", "30", "--out", tmp_path)
+    result = run("check", "timers.differential", "--examples", "30", "--out", tmp_path, "--reach")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["property", "family", "verdict", "examples", "steps", "seconds"]
+    assert lines[0].split() == ["property", "family", "verdict", "examples", "steps", "seconds", "cases", "reached"]
     row = lines[1].split()
     assert row[:3] == ["timers.differential", "timers", "held"] and int(row[3]) >= 30 and int(row[4]) > 0
     assert "reachability of timers.differential:" in lines
     assert f"  {unreachable}" in "\n".join(lines)
-    for label in (*LABELS, unreachable):
+    reached = 0
+    for label in (*prop.reachability, unreachable):
         [line] = [ln for ln in lines if ln.strip().startswith(label)]
         count = int(line[len("  " + label):].split()[0])
         assert ("(never reached)" in line) == (count == 0)
+        assert (f"never reached: timers.differential: {label}" in lines) == (count == 0)
+        reached += count > 0
+    assert row[6] == f"{reached}/{len(prop.reachability) + 1}" and reached >= len(LABELS) - 2
     assert lines[-1] == "1 of 1 properties held"
+
+
+def test_check_summarises_reachability_without_reach(tmp_path):
+    result = run("check", "timers.differential", "mailbox", "--examples", "10", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert not [ln for ln in lines if ln.startswith("reachability of")]
+    assert len(lines) < 20, lines  # the table and its summary fit on a screen
+
+
+def test_check_family_selection_is_exact(tmp_path, monkeypatch):
+    """``job`` selects the job.* properties, not eos.* (which run job scenarios too)."""
+    assert [p.name.split(".")[0] for p in registry.select(["job"])] == ["job"] * len(registry.select(["job"]))
+    assert registry.select(["eos"]) and all(p.name.startswith("eos.") for p in registry.select(["eos"]))
+    assert [p.name for p in registry.select(["valve_job"])] == ["valve.job-exactly-once"]
 
 
 def test_check_json_lines_parse():

@@ -249,3 +249,28 @@ def test_a_ctrl_c_before_hypothesis_has_a_runner_is_an_interrupt_not_a_crash(mon
     with pytest.raises(explore_mod.Interrupted) as stop:
         explore_mod.explore(prop, 5, seed=None)
     assert stop.value.exploration.holds and stop.value.exploration.examples == 0
+
+
+def test_an_interrupt_hypothesis_turns_into_an_assertion_error_is_still_an_interrupt(monkeypatch):
+    """Under load, a Ctrl-C landing as Hypothesis set up its runner came back as an AssertionError
+    with no KeyboardInterrupt in its context; bugzoo reported the variant "caught after 0 examples
+    (crash: AssertionError)" and went on (exit 0). Whatever the exception, an exploration during
+    which the CLI's SIGINT handler ran is interrupted."""
+    from streamproof.cli_common import _on_sigint
+
+    scenario = load_scenario_file(JOB_EXAMPLE)
+
+    def check(s):
+        try:
+            _on_sigint(signal.SIGINT, None)  # the handler, as the signal would run it
+        except KeyboardInterrupt:
+            pass  # swallowed, as Hypothesis's set-up did
+        raise AssertionError  # and a bookkeeping assertion instead
+
+    prop = Property("job.interrupted-oddly", "job", "an interrupt swallowed", check=check,
+                    strategy=lambda: st.just(scenario))
+    with pytest.raises(explore_mod.Interrupted):
+        explore_mod.explore(prop, 5, seed=0)
+    prop_ok = Property("job.holds", "job", "holds", check=lambda s: Verdict("job.holds", True, [], None, None),
+                       strategy=lambda: st.just(scenario))
+    assert explore_mod.explore(prop_ok, 3, seed=0).holds  # no interrupt: a normal run
