@@ -88,14 +88,24 @@ def check_model(model: Z3Model, variant: str | None = None, k: int | None = None
     return outcomes + [bmc(system, name, model.depth if depth is None else depth) for name in model.bounded]
 
 
+def replay_command(model: Z3Model, variant: str, file: str) -> str:
+    """The command that replays a variant's counterexample file on the implementation."""
+    import shlex
+
+    kind, _, name = (model.variants[variant].reproduced_by or "").partition(":")
+    inject = f"--inject {name} " if kind == "bugzoo" else ""
+    return f"streamproof replay {inject}{shlex.quote(file)}"
+
+
 def counterexample_scenario(model: Z3Model, variant: str, outcome: Outcome) -> dict:
     """The scenario of a variant's counterexample, with its name, description and property."""
     if model.to_scenario is None:
         raise ValueError(f"model {model.name} has no scenario mapping")
     scenario = model.to_scenario(outcome.trace, variant)
-    scenario.setdefault("name", f"z3-{model.name}-{variant}")
     how = model.variants[variant].reproduced_by or ""
     kind, _, name = how.partition(":")
+    # named as the bug-zoo variant it reproduces (z3-flush-handles-head-only), else the model's variant
+    scenario.setdefault("name", f"z3-{name}" if kind == "bugzoo" else f"z3-{model.name}-{variant}")
     if kind == "bugzoo":
         scenario["description"] = (scenario.get("description", "") + f". Fails with the bug applied "
                                    f"('streamproof replay --inject {name} FILE'); holds without it.").lstrip(". ")

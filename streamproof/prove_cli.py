@@ -32,6 +32,21 @@ def _write(out: Path, scenario: dict) -> Path:
     return path
 
 
+def _bugzoo_name(model, variant: str | None) -> str | None:
+    """The bug-zoo variant (``streamproof bugzoo NAME``) a model variant reproduces, if any."""
+    kind, _, name = ((model.variants[variant].reproduced_by or "") if variant else "").partition(":")
+    return name if kind == "bugzoo" else f"protocol {name}" if kind == "protocol" else None
+
+
+def _model_variant(models: list, name: str) -> str:
+    """A model variant asked for by its own name or by the bug-zoo variant it reproduces."""
+    for model in models:
+        for variant, v in model.variants.items():
+            if v.reproduced_by == f"bugzoo:{name}":
+                return variant
+    return name
+
+
 @click.command()
 @click.argument("names", nargs=-1, metavar="[MODEL]...")
 @click.option("-k", "k", type=click.IntRange(1, 20), default=None, help="induction depth [default: the model's]")
@@ -56,18 +71,19 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
 
     extras.require(("z3",), "prove", "streamproof prove")
-    from streamproof.properties.z3models import check_model, counterexample_scenario, models
+    from streamproof.properties.z3models import check_model, counterexample_scenario, models, replay_command
 
     registry = models()
     unknown = [n for n in names if n not in registry]
     if unknown:
         raise InputError(f"unknown model {unknown[0]!r}; known: {', '.join(registry)}")
     chosen = [registry[n] for n in (names or registry)]
+    variants = tuple(_model_variant(chosen, v) for v in variants)  # a bug-zoo name works as well
     for v in variants:
         if not any(v in m.variants for m in chosen):
             raise InputError(f"unknown variant {v!r} of model(s) {', '.join(m.name for m in chosen)}; known: "
                              f"{', '.join(name for m in chosen for name in m.variants)}")
-    rows, traces, failed = [], [], 0
+    rows, traces, replays, failed = [], [], [], 0
     for model in chosen:
         runs = [None] + [v for v in model.variants if all_variants or v in variants]
         for variant in runs:
@@ -82,16 +98,19 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
                     bad = o.verdict != "counterexample"
                     if not bad and model.to_scenario is not None and model.variants[variant].reproduced_by:
                         written = _write(out, counterexample_scenario(model, variant, o))
+                        replays.append(replay_command(model, variant, str(written)))
                 failed += bad
                 if as_json:
-                    emit_json({"model": model.name, "variant": variant, "invariant": o.invariant,
+                    emit_json({"model": model.name, "variant": variant, "bugzoo": _bugzoo_name(model, variant),
+                               "replay": replay_command(model, variant, str(written)) if written else None,
+                               "invariant": o.invariant,
                                "verdict": o.verdict, "depth": o.depth, "seconds": round(seconds, 3),
                                "scenario": str(written) if written else None,
                                "trace": [{"action": a, "params": p, "state": s} for a, p, s in o.trace]})
                 verdict = _verdict(o) + (f", scenario written: {written}" if written else "")
                 if variant is not None and bad:
                     verdict = f"NOT REFUTED ({_verdict(o)})"
-                rows.append((model.name, variant or "(correct)", o.invariant, verdict,
+                rows.append((model.name, variant or "(correct)", _bugzoo_name(model, variant) or "", o.invariant, verdict,
                              f"{seconds:.1f} s" if o is outcomes[0] else ""))
                 if o.trace:
                     traces.append(f"{model.name} {variant}: " + " -> ".join(
@@ -103,11 +122,15 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
                        f"{model.summary}")
             click.echo(f"  abstracts: {model.abstracts}")
         click.echo("")
-        for line in table(("model", "variant", "invariant", "verdict", "solver time"), rows):
+        for line in table(("model", "variant", "bug-zoo variant", "invariant", "verdict", "solver time"), rows):
             click.echo(line)
         if traces:
             click.echo("\ncounterexamples (the initial state is in --json; the scenario files replay them):")
             for line in traces:
+                click.echo(f"  {line}")
+        if replays:
+            click.echo("\nreplay them on the implementation (each fails with its bug injected, holds without):")
+            for line in replays:
                 click.echo(f"  {line}")
         click.echo("")
         click.echo(f"FAILED: {failed} check(s) not as expected" if failed else

@@ -90,7 +90,10 @@ def test_replay_inject_reproduces_a_written_counterexample_and_rejects_an_unknow
     runner = CliRunner()
     out = tmp_path / "cex"
     assert runner.invoke(cli, ["prove", "flush", "--variant", "head-only", "--out", str(out)]).exit_code == 0
-    written = str(out / "z3-flush-head-only.json")
+    written = str(out / "z3-flush-handles-head-only.json")
+    by_bugzoo_name = runner.invoke(cli, ["prove", "flush", "--variant", "flush-handles-head-only", "--out", str(out)])
+    assert by_bugzoo_name.exit_code == 0, by_bugzoo_name.output
+    assert f"streamproof replay --inject flush-handles-head-only {written}" in by_bugzoo_name.output
     assert runner.invoke(cli, ["replay", written]).exit_code == 0
     injected = runner.invoke(cli, ["replay", "--inject", "flush-handles-head-only", written])
     assert injected.exit_code == 1 and "trigger-and-wait-fire-once" in injected.output
