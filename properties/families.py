@@ -9,7 +9,8 @@ A family is a package with up to three modules, found by name:
 The built-in families are the packages under ``streamproof.properties``. A user's family joins
 with one registration: an entry point in the group ``streamproof.families`` whose value is the
 package's dotted name (an installed family: the CLI, pytest and campaigns all see it), the
-environment variable ``STREAMPROOF_FAMILIES`` (dotted names, comma-separated), or
+environment variable ``STREAMPROOF_FAMILIES`` (dotted names, comma-separated; the current
+directory is importable for them, as for ``python -m``), or
 :func:`register_family_package` (in a ``conftest.py`` or at import; docs/extending.md). Modules are imported on demand, role by role, so loading scenarios never
 imports Hypothesis state machines and listing properties never imports bug variants.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from importlib.metadata import entry_points
 
 BUILTIN = tuple(f"streamproof.properties.{name}"
@@ -50,7 +52,10 @@ def packages() -> list[str]:
     """Every family package: the built-in ones, then entry points, the environment variable,
     then registered ones."""
     found: list[str] = []
-    for package in (*BUILTIN, *_entry_point_packages(), *_environment_packages(), *_registered):
+    named = _environment_packages()
+    if named and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's packages, as `python -m` (and certify) find them
+    for package in (*BUILTIN, *_entry_point_packages(), *named, *_registered):
         if package not in found:
             found.append(package)
     return found

@@ -131,3 +131,11 @@ def test_register_family_package_refuses_a_package_without_steps(project):
             "except streamproof.FamilyPackageError as e:\n    print(e)\n")
     proc = run([sys.executable, "-c", code], cwd=project)
     assert proc.stdout.strip() == "family package 'counter_family' has no 'steps' module", proc.stderr
+
+
+def test_the_environment_variable_finds_a_family_in_the_current_directory(project):
+    """docs/extending.md's command, as typed in the project's directory: no PYTHONPATH needed."""
+    result = run([str(STREAMPROOF), "check", "counter", "--examples", "20"], project,
+                 {"STREAMPROOF_FAMILIES": "counter_family"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "counter.matches-spec" in result.stdout
