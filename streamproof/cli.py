@@ -49,6 +49,7 @@ from streamproof.cli_common import (
 )
 from streamproof.campaign_cli import campaign, report  # Spark campaigns (imports no pyspark)
 from streamproof.certify_cli import certify
+from streamproof.examples_cli import examples
 from streamproof.prove_cli import prove  # z3 models (z3 imported inside)
 from streamproof.conform_cli import conform  # the Flink conformance kit (Java harness built on demand)
 from streamproof.snapshot_cli import snapshot  # inspect and validate timer snapshot files
@@ -556,7 +557,7 @@ def _median(values: list[int]) -> float | None:
     return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-for _command in (campaign, report, prove, certify, conform, snapshot):
+for _command in (campaign, report, prove, certify, conform, snapshot, examples):
     cli.add_command(_command)
 
 # What 0 and 1 mean per command; 2 and 130 mean the same everywhere (the module docstring).
@@ -570,6 +571,7 @@ _EXIT_MEANING = {
     "conform": "0 every scenario agrees, 1 a divergence (2 also when Flink or Java is unavailable)",
     "campaign": "0 every seed held, 1 one did not (2 also when Spark cannot start)",
     "report": "0 every seed held, 1 some did not (2 also when DIR holds no results)",
+    "examples": "0 written (or listed)",
     "snapshot": "0 the file is valid, 1 it is damaged (the sections before the damage are listed)",
 }
 for _name, _meaning in _EXIT_MEANING.items():

@@ -202,7 +202,8 @@ def test_layout_is_complete():
 
 def test_every_package_folder_is_installed_under_streamproof():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert config["package-dir"] == {package: folder for folder, package in MAPPED.items()}
+    data_only = {"streamproof.examples": "examples"}  # shipped files, not imported (streamproof examples DIR)
+    assert config["package-dir"] == {**{package: folder for folder, package in MAPPED.items()}, **data_only}
     on_disk = {module_name(init) for folder in MAPPED for init in (REPO / folder).rglob("__init__.py")}
-    assert set(config["packages"]) == on_disk
+    assert set(config["packages"]) == on_disk | set(data_only)
     assert all(p == "streamproof" or p.startswith("streamproof.") for p in config["packages"])

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCES = ("model", "impl", "properties", "spark_harness", "streamproof", "pyproject.toml", "README.md", "LICENSE")
+SOURCES = ("model", "impl", "properties", "spark_harness", "streamproof", "examples", "pyproject.toml", "README.md",
+           "LICENSE")
 SCENARIO = REPO / "examples" / "timers" / "interrupted-try-advance.json"
 
 pytestmark = pytest.mark.timeout(600)
@@ -241,5 +242,9 @@ def test_the_cli_in_the_users_project(venv, project):
     certify = sh([cli, "certify", "myops:HourlyTotal", "--examples", "15", "--out", "cert"], project)
     assert certify.returncode == 0, certify.stdout + certify.stderr
     assert (project / "cert" / "certificate.json").exists()
+    written = sh([cli, "examples", "ex"], project)  # the examples the docs use, from the wheel
+    assert written.returncode == 0 and (project / "ex" / "jobs" / "real" / "event_time_timer.py").exists(), written.stderr
+    replayed = sh([cli, "replay", "ex/timers/interrupted-try-advance.json"], project)
+    assert replayed.returncode == 0 and "verdict: held" in replayed.stdout, replayed.stdout + replayed.stderr
     bad = sh([cli, "certify", "model:Nothing"], project)  # the user's model package, no such class
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "model" in bad.stderr, bad.stderr
