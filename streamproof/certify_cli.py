@@ -66,15 +66,23 @@ def _args(text: str | None):
 @click.option("--flink-mode", type=click.Choice(["process", "thread"]), default="process", show_default=True,
               help="with --on-flink: PyFlink's python.execution-mode (thread: 2-3x faster runs; it cannot "
                    "checkpoint session windows in PyFlink 2.3)")
+@click.option("--json", "as_json", is_flag=True,
+              help="one JSON document on stdout (certificate.json's content and where it is; with --replay the "
+                   "verdicts); the progress and the text go to stderr")
 def certify(operator: str, examples: int | None, seed: int, out: str, replay_file: str | None,
             records: str | None, stream: str | None, key: str | None, timestamp: str | None,
             args_json: str | None, span: int | None, layout: str | None, late: bool | None,
             on_flink: bool = False, flink_faults: int = 6, flink_time_limit: float = 600,
-            flink_mode: str = "process") -> None:
+            flink_mode: str = "process", as_json: bool = False) -> None:
     """Certify a PyFlink job as written (a job file or module: its own records, watermarks and
     keys) or one keyed operator (MODULE:CLASS: a PyFlink KeyedProcessFunction, or the
     impl.operators style) under interruptible timers, checkpoints, failures and rescales against
     Flink's exactly-once promise. Exit 0 when certified, 1 when not (or not exercised), 2 on bad input."""
+    if as_json:
+        _as_json(out, replay_file, lambda: certify.callback(
+            operator, examples, seed, out, replay_file, records, stream, key, timestamp, args_json, span, layout,
+            late, on_flink, flink_faults, flink_time_limit, flink_mode, False))
+        return
     from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
@@ -102,6 +110,8 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
             for v in verdicts:
+                _REPLAYED.append({"property": v.property, "holds": v.holds, "invariant": v.invariant,
+                                  "message": v.message})
                 click.echo(f"{v.property}: {'held' if v.holds else f'FAILED {v.invariant}: {v.message}'}")
             click.get_current_context().exit(EXIT_HELD if all(v.holds for v in verdicts) else EXIT_FAILED)
         command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
@@ -121,6 +131,29 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
     click.echo(f"\n{operator}: {certificate.status}; certificate: {Path(out) / 'certificate.md'}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
+
+
+_REPLAYED: list[dict] = []  # the verdicts of --replay, for --json
+
+
+def _as_json(out: str, replay_file: str | None, run) -> None:
+    """Runs the command with its text on stderr, then prints one JSON document on stdout."""
+    import contextlib
+
+    _REPLAYED.clear()
+    stdout = sys.stdout
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            run()
+    except click.exceptions.Exit as done:
+        if replay_file is not None:
+            document = {"replay": replay_file, "verdicts": list(_REPLAYED)}
+        else:
+            path = Path(out) / "certificate.json"
+            document = {"certificate": str(path), **json.loads(path.read_text(encoding="utf-8"))}
+        document["exit_code"] = done.exit_code
+        print(json.dumps(document, ensure_ascii=False), file=stdout, flush=True)
+        raise
 
 
 def is_job(target: str) -> bool:
@@ -161,6 +194,8 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
             for prop, outcome in outcomes.items():
                 verdict = "held" if outcome.message is None else \
                     f"finding: {outcome.finding}" if outcome.finding else f"FAILED: {outcome.message}"
+                _REPLAYED.append({"property": prop, "holds": outcome.message is None, "finding": outcome.finding,
+                                  "message": outcome.message})
                 click.echo(f"{prop}: {verdict}")
             failed = any(o.message is not None and not o.finding for o in outcomes.values())
             click.get_current_context().exit(EXIT_FAILED if failed else EXIT_HELD)

@@ -83,6 +83,16 @@ def test_out_whose_parent_exists_is_created(tmp_path):
     assert not list(out.glob(".*.tmp"))  # written through temporary files, none left
 
 
+def test_json_is_one_document_on_stdout_and_the_text_on_stderr(tmp_path):
+    out = tmp_path / "cert"
+    result = run("certify", f"{OPS}:GoodSum", "--examples", "5", "--out", out, "--json")
+    document = json.loads(result.stdout)  # the whole of stdout: one JSON document
+    assert document["certificate"] == str(out / "certificate.json")
+    assert document == {**json.loads((out / "certificate.json").read_text()), "certificate": str(out / "certificate.json"),
+                        "exit_code": result.exit_code}
+    assert "certificate:" in result.stderr  # the human lines moved to stderr
+
+
 # ----------------------------------------------------------------------------------- --replay
 
 def test_replay_of_another_familys_scenario_is_bad_input():
