@@ -49,3 +49,17 @@ def test_a_divergence_is_written_with_flinks_trace_and_fails_its_replay(tmp_path
     assert doc["flink_observed"] and doc["family"] == "mailbox"
     side = json.loads((tmp_path / (scenarios[0].stem + ".traces.json")).read_text())
     assert side["flink"] != side["implementation"]
+
+
+def test_the_known_differences_printed_are_those_of_the_families_compared(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from streamproof.cli import cli
+    from streamproof.conformance import conform as conform_mod
+
+    monkeypatch.setattr(conform_mod, "conform", lambda family, version, examples, seed:
+                        conform_mod.ConformReport(family, version, examples, compared=examples))
+    result = CliRunner().invoke(cli, ["conform", "mailbox", "timers", "--examples", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("known, expected difference")]
+    assert notes and all(line.startswith("known, expected difference (timers,") for line in notes), notes
