@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 FLINK_VENV := .venv-flink
 FLINK_STAMP := $(FLINK_VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test clean java vectors conformance flink-venv flink-check
+.PHONY: run test clean java vectors conformance flink-venv flink-check screenshots
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,3 +70,12 @@ flink-check: $(STAMP) $(FLINK_STAMP) java
 
 clean:
 	rm -rf $(VENV) $(FLINK_VENV) build *.egg-info
+
+## make screenshots: the certificate, campaign report and explain pages of a failure as headless
+## Chromium shows them (PNGs in streamproof-out/screenshots), checked: failure highlighted, no raw
+## Markdown, nothing wider than a 1280 px page. Installs Debian's chromium when run as root.
+screenshots: $(STAMP)
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "streamproof: error: chromium not found (apt-get install chromium as root)" >&2; exit 1; fi; }
+	$(PY) -m tests.screenshots streamproof-out/screenshots

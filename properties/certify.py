@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import html
 import importlib
 import inspect
 import json
@@ -33,6 +32,7 @@ from typing import Any, Callable
 from streamproof.impl.operators import KeyedProcessFunction
 from streamproof.properties import certify_checks as checks
 from streamproof.properties import certify_input as inputs
+from streamproof.properties import html_pages
 from streamproof.properties.explore import Interrupted, explore
 from streamproof.properties.job.functions import FUNCTIONS
 from streamproof.properties.registry import Property
@@ -343,13 +343,8 @@ class Certificate:
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
-        rows = "".join(f"<tr><td><code>{html.escape(r['property'])}</code></td><td>{r['verdict']}</td>"
-                       f"<td>{r['examples']}</td><td>{html.escape(r['message'] or '')}</td></tr>" for r in self.results)
-        body = html.escape(self.markdown())
-        return (f"<!doctype html><meta charset='utf-8'><title>Certificate {html.escape(self.operator)}</title>"
-                f"<h1>Certificate: <code>{html.escape(self.operator)}</code> &mdash; {self.status}</h1>"
-                f"<table border='1' cellpadding='4'><tr><th>property</th><th>verdict</th><th>examples</th>"
-                f"<th>why</th></tr>{rows}</table><h2>Full certificate</h2><pre>{body}</pre>\n")
+        """The certificate's Markdown rendered as a page, with a status banner."""
+        return html_pages.certificate_page(self.markdown(), self.status, f"Certificate {self.operator}")
 
     def write(self, out: Path) -> None:
         out.mkdir(exist_ok=True)  # its parent was checked (check_out): no tree of new directories

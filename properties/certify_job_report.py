@@ -1,6 +1,7 @@
 """The certificate of a certified job (``streamproof certify job.py --out DIR``): certificate.json,
-certificate.md and one counterexample scenario file per refused property (replayed with
-``streamproof certify job.py --replay FILE``)."""
+certificate.md, certificate.html (the Markdown rendered, :func:`write_html`) and one
+counterexample scenario file per refused property (replayed with ``streamproof certify job.py
+--replay FILE``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 from streamproof.properties.certify_job import JobCertificate, certify_job
 from streamproof.properties.certify_job_runs import JobSubject, describe_scenario, load_job
 from streamproof.properties.files import write_atomically
+from streamproof.properties.html_pages import certificate_page
 
 
 def _source(path: str) -> dict:
@@ -55,7 +57,17 @@ def write(subject: JobSubject, certificate: JobCertificate, out: Path, command: 
     write_atomically(out / "certificate.json", json.dumps(document, indent=1, default=str) + "\n")
     md = out / "certificate.md"
     write_atomically(md, markdown(subject, certificate, files, document))
+    write_html(out, document["status"])
     return md
+
+
+def write_html(out: Path, status: str) -> Path:
+    """certificate.html from ``out``/certificate.md (again after a section is added to it)."""
+    text = (out / "certificate.md").read_text(encoding="utf-8")
+    target = text.partition("\n")[0].removeprefix("# Certificate: ")
+    path = out / "certificate.html"
+    write_atomically(path, certificate_page(text, status, f"Certificate {target}"))
+    return path
 
 
 def markdown(subject: JobSubject, certificate: JobCertificate, files: dict, document: dict) -> str:

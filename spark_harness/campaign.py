@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from streamproof.spark_harness import executor, spec as specs
+from streamproof.spark_harness import executor, progress, spec as specs
 from streamproof.spark_harness.spec import CampaignSpec, result_status, split_by_verdict  # noqa: F401
 
 CHUNK_SECONDS = 2.0      # a partition's work: ~2 s (each partition costs ~30-150 ms here)
@@ -349,10 +349,12 @@ def complete_chunks(spark, out: str, spec: CampaignSpec) -> set[tuple[str, int]]
     return done
 
 
-def wave_frame(spark, spec: CampaignSpec, wave: list[tuple[str, int]]):
+def wave_frame(spark, spec: CampaignSpec, wave: list[tuple[str, int]], channel: str | None = None):
+    """The wave's rows; ``channel``: a directory where the executors say which seed is shrinking."""
     frames = []
     for prop, lo, hi, parts in segments(spec, wave):
-        fn = functools.partial(executor.run_partition, spec.executor_config(prop))
+        fn = (functools.partial(progress.reporting_partition, channel, spec.executor_config(prop)) if channel
+              else functools.partial(executor.run_partition, spec.executor_config(prop)))
         frames.append(spark.range(lo, hi, 1, parts).mapInArrow(fn, specs.spark_ddl()))
     frame = frames[0]
     for other in frames[1:]:
@@ -360,8 +362,8 @@ def wave_frame(spark, spec: CampaignSpec, wave: list[tuple[str, int]]):
     return frame
 
 
-def write_wave(spark, spec: CampaignSpec, out: str, wave: list[tuple[str, int]]) -> None:
-    (wave_frame(spark, spec, wave).write.mode("overwrite")
+def write_wave(spark, spec: CampaignSpec, out: str, wave: list[tuple[str, int]], channel: str | None = None) -> None:
+    (wave_frame(spark, spec, wave, channel).write.mode("overwrite")
      .option("partitionOverwriteMode", "dynamic")
      .partitionBy(*specs.PARTITION_COLUMNS).parquet(out))
 
@@ -442,8 +444,6 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     ``incomplete`` when the read-back misses seeds)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from streamproof.spark_harness import progress as progress_mod
-
     if resume and stored is not None:
         done = complete_chunks(spark, out, spec)
     else:  # a fresh start: the earlier results of this name are moved aside (local) or deleted
@@ -464,11 +464,10 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
     run.status = "running"
     save_run(spark, out, spec, run)
     planner = WavePlanner(spec, todo, cores, wave_seconds)
-    handle = heartbeat = None
-    if bar is not None:
-        bar.begin(run.seeds_kept, planner.estimate_waves())
-        handle = progress_mod.attach(spark, progress_mod.TaskProgress(bar.tasks))
-        heartbeat = progress_mod.Heartbeat(bar)
+    handle = None
+    if bar is not None:  # a progress.CampaignDisplay
+        bar.begin(spec, run.seeds_kept, planner.estimate_waves())
+        handle = progress.attach(spark, progress.TaskProgress(bar.tasks))
     started = time.perf_counter()
     executor_pool = ThreadPoolExecutor(max_workers=max(1, pipeline), thread_name_prefix="streamproof-wave")
     in_flight: dict = {}
@@ -486,7 +485,7 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
         return True
 
     def submit(number: int, wave: list, attempt: int) -> None:
-        future = executor_pool.submit(write_wave, spark, spec, out, wave)
+        future = executor_pool.submit(write_wave, spark, spec, out, wave, getattr(bar, "channel", None))
         in_flight[future] = (number, wave, attempt)
         if bar is not None:
             bar.started(seeds_of(wave))
@@ -529,15 +528,13 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
         raise
     finally:
         run.seconds += time.perf_counter() - started
-        if heartbeat is not None:
-            heartbeat.close()
         if handle is not None:
             handle.close()
-        if bar is not None:
-            bar.close()
     executor_pool.shutdown(wait=True)
     if max_waves is not None and planner.todo:
         return None
+    if bar is not None:
+        bar.step("reading the results back and verifying them")
     started = time.perf_counter()
     per_property, failures, verified, problems = summarize(spark, out, spec)
     run.completed = verified

@@ -3,22 +3,25 @@ directory, with plots. It reads the Parquet files with pyarrow (no JVM needed, s
 where Spark does not run) and deduplicates failures exactly as the campaign driver does: by
 signature, the smallest seed representing each.
 
-Written to ``DIR/_report/`` unless told otherwise: ``report.md``, ``report.html``, one
-``seed-time-CAMPAIGN.png`` (time per seed, a histogram per property) and one
-``throughput-CAMPAIGN.png`` (seeds done over time) per campaign, and the representative failing
-scenario of every signature in ``failures/CAMPAIGN/PROPERTY-SEED.json``.
+Written to ``DIR/_report/`` unless told otherwise: ``report.md``, ``report.html`` (from
+``templates/report.html.j2``; with an ``explain`` hook, each failure's run drawn as a timeline), one
+``seed-time-CAMPAIGN.png`` (time per seed: a box per property over its held seeds, the others as
+markers) and one ``throughput-CAMPAIGN.png`` (seeds done over time) per campaign, and the
+representative failing scenario of every signature in ``failures/CAMPAIGN/PROPERTY-SEED.json``.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from markupsafe import Markup
+
+from streamproof.properties import html_pages
 from streamproof.properties.files import write_atomically
 from streamproof.spark_harness import spec as specs
 from streamproof.spark_harness.spec import is_local_path, local_path, result_status, split_by_verdict  # noqa: F401
@@ -188,38 +191,58 @@ def _save(fig, path: Path) -> None:
     _atomic_write(path, buffer.getvalue())
 
 
+# verdict -> marker, colour, legend label of its seeds in the time-per-seed plot (held: the box)
+SEED_MARKERS = (("failed", "o", "tab:red", "failed (shrinking included)"), ("error", "D", "tab:purple", "error"),
+                ("timeout", "x", "black", "timeout"))
+
+
 def _plots(report: CampaignReport, df, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.lines import Line2D
 
     safe = _safe(report.name)
-    # Time per seed: one box per property, sorted by median (any number of properties, no legend,
-    # no colour to tell apart); timed-out seeds are crosses at their time.
+    # Time per seed: one box per property over its held seeds, sorted by median (any number of
+    # properties); the other seeds are markers at their time (a failing seed shrinks, so it is slow).
     groups = sorted(df.groupby("property"), key=lambda kv: (float(kv[1]["duration"].median()), kv[0]))
     names = [prop for prop, _ in groups]
-    data = [np.maximum(group["duration"].to_numpy(dtype=float), 1e-4) for _, group in groups]
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.32 * len(names)))
-    box = {"whis": (0, 100), "widths": 0.6, "medianprops": {"color": "black"}}
-    try:
-        ax.boxplot(data, orientation="horizontal", **box)  # matplotlib >= 3.10
-    except TypeError:
-        ax.boxplot(data, vert=False, **box)
+    durations = lambda frame: np.maximum(frame["duration"].to_numpy(dtype=float), 1e-4)  # noqa: E731
+    held = [durations(group[group["verdict"] == "held"]) for _, group in groups]
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.32 * len(names)))
+    box = {"whis": (0, 100), "widths": 0.6, "medianprops": {"color": "black"}, "showfliers": False}
+    positions = [y for y, d in enumerate(held, 1) if len(d)]
+    if positions:
+        data = [held[y - 1] for y in positions]
+        try:
+            ax.boxplot(data, positions=positions, orientation="horizontal", **box)  # matplotlib >= 3.10
+        except TypeError:
+            ax.boxplot(data, positions=positions, vert=False, **box)
+    shown = set()
     for y, (_, group) in enumerate(groups, 1):
-        slow = group[group["verdict"] == "timeout"]["duration"].to_numpy(dtype=float)
-        if len(slow):
-            ax.plot(slow, [y] * len(slow), "x", color="red", label="timeout" if y == 1 else None)
+        for verdict, marker, colour, label in SEED_MARKERS:
+            times = durations(group[group["verdict"] == verdict])
+            if len(times):
+                ax.plot(times, [y] * len(times), marker, color=colour, markersize=6, alpha=0.8, linestyle="none",
+                        label=None if verdict in shown else label)
+                shown.add(verdict)
     ax.set_yticks(range(1, len(names) + 1), names, fontsize="small")
-    low = min(float(d.min()) for d in data)
-    high = max(float(d.max()) for d in data)
-    if high / max(low, 1e-4) > 50:
+    ax.set_ylim(0.4, len(names) + 0.6)
+    every = durations(df)
+    if float(every.max()) / max(float(every.min()), 1e-4) > 50:
         ax.set_xscale("log")
-    ax.set_xlabel("seconds per seed on the executor (box: quartiles, whiskers: min and max, x: timeout)")
+    ax.set_xlabel("seconds per seed on the executor (box: held seeds, quartiles; whiskers: min and max)")
     ax.set_title(f"time per seed: {report.name} (sorted by median)")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    order = [label for _, _, _, label in SEED_MARKERS]
+    marked = sorted(ax.get_legend_handles_labels()[0], key=lambda h: order.index(h.get_label()))
+    handles = [Line2D([], [], color="black", marker="s", markerfacecolor="white", linestyle="none",
+                      label="held (box)"), *marked]
+    height = fig.get_figheight()
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.4 / height, 1, 1))  # the legend below the axes, never over the boxes
     path = out / f"seed-time-{safe}.png"
     _save(fig, path)
     plt.close(fig)
@@ -251,75 +274,74 @@ class Link:
 
 
 class Doc:
-    """Blocks rendered both as Markdown and as HTML."""
+    """Blocks rendered as Markdown and, through ``templates/report.html.j2``, as HTML."""
 
     def __init__(self) -> None:
-        self.blocks: list[tuple] = []
+        self.blocks: list[dict] = []
 
     def h(self, level: int, text: str, anchor: str | None = None) -> None:
-        self.blocks.append(("h", level, text, anchor))
+        self.blocks.append({"kind": "h", "level": level, "text": text, "anchor": anchor})
 
     def p(self, text: str) -> None:
-        self.blocks.append(("p", text))
+        self.blocks.append({"kind": "p", "text": text})
 
-    def table(self, header: list[str], rows: list[list[Any]]) -> None:
+    def banner(self, text: str, cls: str) -> None:
+        """A paragraph; in HTML a banner of class ``ok``, ``warn`` or ``fail``."""
+        self.blocks.append({"kind": "banner", "text": text, "cls": cls})
+
+    def table(self, header: list[str], rows: list[list[Any]], classes: list[str | None] | None = None) -> None:
+        """``classes``: per row, its HTML class (``fail``, ``warn``) or None."""
         cell = lambda c: c if isinstance(c, Link) else ("" if c is None else str(c))  # noqa: E731
-        self.blocks.append(("table", header, [[cell(c) for c in r] for r in rows]))
+        self.blocks.append({"kind": "table", "header": header, "rows": [[cell(c) for c in r] for r in rows],
+                            "classes": classes or [None] * len(rows)})
 
     def img(self, src: str, alt: str) -> None:
-        self.blocks.append(("img", src, alt))
+        self.blocks.append({"kind": "img", "src": src, "alt": alt})
 
     def code(self, text: str) -> None:
-        self.blocks.append(("code", text))
+        self.blocks.append({"kind": "code", "text": text})
+
+    def failure(self, title: str, message: str, commands: list[str], timeline: Any = None,
+                anchor: str | None = None) -> None:
+        """A failure: in Markdown one code block (title and message as comments, then the
+        commands); in HTML a highlighted section with the timeline fragment (HTML only)."""
+        self.blocks.append({"kind": "failure", "title": title, "message": message, "commands": commands,
+                            "timeline": timeline, "anchor": anchor})
 
     def markdown(self) -> str:
         out = []
         esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
         md_cell = lambda c: f"[{esc(c.text)}]({c.href})" if isinstance(c, Link) else esc(c)  # noqa: E731
         for b in self.blocks:
-            if b[0] == "h":
-                out.append("#" * b[1] + " " + b[2])
-            elif b[0] == "p":
-                out.append(b[1])
-            elif b[0] == "table":
-                out.append("\n".join(["| " + " | ".join(esc(c) for c in b[1]) + " |",
-                                      "|" + "---|" * len(b[1])]
-                                     + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in b[2]]))
-            elif b[0] == "img":
-                out.append(f"![{b[2]}]({b[1]})")
-            elif b[0] == "code":
-                out.append("```\n" + b[1] + "\n```")
+            kind = b["kind"]
+            if kind == "h":
+                out.append("#" * b["level"] + " " + b["text"])
+            elif kind in ("p", "banner"):
+                out.append(b["text"])
+            elif kind == "table":
+                out.append("\n".join(["| " + " | ".join(esc(c) for c in b["header"]) + " |",
+                                      "|" + "---|" * len(b["header"])]
+                                     + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in b["rows"]]))
+            elif kind == "img":
+                out.append(f"![{b['alt']}]({b['src']})")
+            elif kind == "code":
+                out.append("```\n" + b["text"] + "\n```")
+            elif kind == "failure":
+                out.append("```\n" + "\n".join([f"# {b['title']}", f"# {b['message']}", *b["commands"]]) + "\n```")
         return "\n\n".join(out) + "\n"
 
     def html(self, title: str) -> str:
-        e = html.escape
-        cell = lambda c: (f"<a href='{e(c.href)}'>{e(c.text)}</a>" if isinstance(c, Link) else e(c))  # noqa: E731
-        out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
-               "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-               "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-               "text-align:left;font-size:90%;vertical-align:top}pre{background:#f4f4f4;padding:.5em;"
-               "overflow-x:auto;white-space:pre-wrap}</style>",
-               "</head><body>"]
-        for b in self.blocks:
-            if b[0] == "h":
-                anchor = f" id='{e(b[3])}'" if b[3] else ""
-                out.append(f"<h{b[1]}{anchor}>{e(b[2])}</h{b[1]}>")
-            elif b[0] == "p":
-                out.append(f"<p>{e(b[1])}</p>")
-            elif b[0] == "table":
-                out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in b[1]) + "</tr>"
-                           + "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in b[2])
-                           + "</table>")
-            elif b[0] == "img":
-                out.append(f"<p><img src='{e(b[1])}' alt='{e(b[2])}' style='max-width:100%'></p>")
-            elif b[0] == "code":
-                out.append(f"<pre>{e(b[1])}</pre>")
-        out.append("</body></html>")
-        return "\n".join(out) + "\n"
+        return html_pages.render("report.html.j2", package="streamproof.spark_harness", title=title,
+                                 blocks=self.blocks)
 
 
 def replay_line(path: str, inject: str | None) -> str:
     return "streamproof replay " + shlex.quote(path) + (f" --inject {shlex.quote(inject)}" if inject else "")
+
+
+def explain_line(path: str, inject: str | None) -> str:
+    return (f"streamproof explain {shlex.quote(path)}" + (f" --inject {shlex.quote(inject)}" if inject else "")
+            + " --html timeline.html")
 
 
 STATUS_TEXT = {
@@ -328,16 +350,40 @@ STATUS_TEXT = {
     "timeout": "complete: no seed failed, some timed out (not checked to the end)",
     "incomplete": "INCOMPLETE: seeds are missing",
 }
+STATUS_CLASS = {"held": "ok", "failed": "fail", "timeout": "warn", "incomplete": "warn"}
+
+Explain = Callable[[str, "str | None"], str]
+"""The ``explain`` hook of :func:`write_report`: (scenario JSON, bug-zoo variant or None) -> an
+HTML fragment of the run (``streamproof.explain.failure_fragment``; spark_harness may not import
+the face modules, so the caller passes it)."""
 
 
-def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
+def _status(r: CampaignReport) -> str:
+    return r.status if r.exactly_once else "incomplete"
+
+
+def _row_class(p: dict) -> str | None:
+    return "fail" if p.get("failed") or p.get("error") else "warn" if p.get("timeout") else None
+
+
+def _timeline(explain: Explain | None, f: dict, inject: str | None) -> Any:
+    """The failure's timeline fragment (markup), a one-line note when it cannot be drawn, or None."""
+    if explain is None or not f.get("scenario"):
+        return None
+    try:
+        return Markup(explain(f["scenario"], inject))
+    except Exception as e:  # noqa: BLE001 - the report is written anyway
+        return f"timeline not drawn: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+
+
+def _render(doc: Doc, r: CampaignReport, out: Path, explain: Explain | None = None) -> None:
     doc.h(2, f"Campaign {r.name}", anchor=f"campaign-{_safe(r.name)}")
     s = r.spec or {}
-    status = STATUS_TEXT[r.status] if r.exactly_once else STATUS_TEXT["incomplete"]
+    status = STATUS_TEXT[_status(r)]
     unfinished = [run for run in r.runs if _ended(run) != "completed"]
     if r.runs and _ended(r.runs[-1]) != "completed":
         status += f" (its last run, {r.runs[-1]['run_id']}, {run_status(r.runs[-1])}: resume it with --resume)"
-    doc.p(f"Status: {status}.")
+    doc.banner(f"Status: {status}.", STATUS_CLASS[_status(r)])
     inject = s.get("inject")
     if s:
         mode = "exhaustive small scope" if s.get("mode") == "exhaustive" else "seeds"
@@ -355,7 +401,7 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
                "mean s/seed", "max s/seed"],
               [[p["property"], p["rows"], p["held"], p["failed"], p["timeout"], p["error"], p["signatures"],
                 p["examples"], p["steps"], f"{p['seconds'] / max(1, p['rows']):.3f}", f"{p['max_seconds']:.3f}"]
-               for p in r.per_property])
+               for p in r.per_property], [_row_class(p) for p in r.per_property])
     doc.p("Every seed exactly once: yes." if r.exactly_once else
           "Every seed exactly once: NO: " + "; ".join(r.problems))
     if r.coverage:
@@ -368,34 +414,34 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
     if not r.failures:
         doc.p("None: no seed failed." + (" (Timeouts and errors are listed below.)" if r.timeouts or r.errors else ""))
     else:
-        doc.p("One row per signature (property, verdict, invariant, message with numbers normalized); the "
-              "smallest seed represents it. Each links to its scenario file; below, its message in full and "
-              "the commands that replay it.")
+        doc.p("One row per signature (property, verdict, invariant, and the message's shape: numbers, quoted "
+              "keys and values replaced by placeholders); the smallest seed represents it. Each links to its "
+              "scenario file; below, its message in full, the commands that replay it"
+              + (" and its run as a timeline." if explain is not None else "."))
         doc.table(["property", "signature", "seeds", "first seed", "invariant", "scenario file"],
                   [[f["property"], f["signature"], f["seeds"], f["seed"], f["invariant"],
                     Link(os.path.relpath(f["file"], out), os.path.relpath(f["file"], out)) if f.get("file") else "-"]
-                   for f in r.failures])
+                   for f in r.failures], ["fail"] * len(r.failures))
         for f in r.failures:
-            lines = [f"# {f['property']} seed {f['seed']} ({f['seeds']} seeds share signature {f['signature']})",
-                     f"# {f['message']}"]
+            commands = []
             if f.get("file"):
-                lines.append(replay_line(f["file"], inject))
-                lines.append(f"streamproof explain {shlex.quote(f['file'])}"
-                             + (f" --inject {shlex.quote(inject)}" if inject else "")
-                             + " --html timeline.html  # the run as a timeline")
-            lines.append(f"{f['reproduce'] or ''}  # reruns the seed")
-            doc.code("\n".join(lines))
-    for title, rows, note in (
+                commands += [replay_line(f["file"], inject),
+                             explain_line(f["file"], inject) + "  # the run as a timeline"]
+            commands.append(f"{f['reproduce'] or ''}  # reruns the seed")
+            doc.failure(f"{f['property']} seed {f['seed']} ({f['seeds']} seeds share signature {f['signature']})",
+                        f["message"], commands, _timeline(explain, f, inject),
+                        anchor=f"failure-{_safe(r.name)}-{_safe(f['property'])}-{f['seed']}")
+    for title, rows, note, cls in (
             ("Timeouts (not failures)", r.timeouts,
              "Seeds that ran out of the per-seed time limit before their budget was done: not checked to "
-             "the end, not failures (no invariant broke). Rerun them with a larger --timeout."),
+             "the end, not failures (no invariant broke). Rerun them with a larger --timeout.", "warn"),
             ("Errors", r.errors, "Seeds whose run raised (the harness, or a crash outside the property's "
-                                 "checks); no scenario.")):
+                                 "checks); no scenario.", "fail")):
         if rows:
             doc.h(3, title)
             doc.p(note)
             doc.table(["property", "signature", "seeds", "first seed"],
-                      [[f["property"], f["signature"], f["seeds"], f["seed"]] for f in rows])
+                      [[f["property"], f["signature"], f["seeds"], f["seed"]] for f in rows], [cls] * len(rows))
             doc.code("\n".join(f"# {f['property']} seed {f['seed']}: {f['message']}\n{f['reproduce'] or ''}"
                                for f in rows))
     doc.h(3, "Time per seed")
@@ -410,7 +456,8 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
                      run_status(run)])
     if rows:
         doc.table(["run", "master", "api", "cores", "startup s", "campaign s", "seeds run", "chunks kept (resume)",
-                   "seeds/s", "ended"], rows)
+                   "seeds/s", "ended"], rows,
+                  [None if _ended(run) == "completed" else "warn" for run in r.runs])
     if unfinished:
         doc.p(f"{len(unfinished)} of {len(r.runs)} runs did not complete; their committed chunks are kept and "
               "counted above, what was in flight ran again in a later run.")
@@ -420,9 +467,10 @@ def _render(doc: Doc, r: CampaignReport, out: Path) -> None:
 
 
 def write_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
-                 campaign: str | None = None) -> tuple[Path, list[CampaignReport]]:
+                 campaign: str | None = None, explain: Explain | None = None) -> tuple[Path, list[CampaignReport]]:
     """Writes the report; returns (path of report.md, the campaign reports). Every file is
-    written whole (a temporary file renamed into place), the Markdown and HTML last."""
+    written whole (a temporary file renamed into place), the Markdown and HTML last. With
+    ``explain`` (:data:`Explain`), report.html shows each failure's run as a timeline."""
     results = Path(results)
     out = Path(out) if out is not None else results / REPORT_DIR
     df = read_rows(results, campaign)
@@ -442,10 +490,10 @@ def write_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
         reports.append(r)
     if len(reports) > 1:
         doc.table(["campaign", "seeds", "status"],
-                  [[Link(r.name, f"#campaign-{_safe(r.name)}"), r.rows,
-                    STATUS_TEXT[r.status] if r.exactly_once else STATUS_TEXT["incomplete"]] for r in reports])
+                  [[Link(r.name, f"#campaign-{_safe(r.name)}"), r.rows, STATUS_TEXT[_status(r)]] for r in reports],
+                  [None if _status(r) == "held" else STATUS_CLASS[_status(r)] for r in reports])
     for r in reports:
-        _render(doc, r, out)
+        _render(doc, r, out, explain)
     md = out / "report.md"
     _atomic_write(out / "report.html", doc.html("streamproof campaign report"))
     _atomic_write(md, doc.markdown())
@@ -464,6 +512,6 @@ def mark_in_progress(results: str | os.PathLike, name: str, run_id: str) -> None
             f"of what is there with: streamproof report {shlex.quote(str(results))}")
     doc = Doc()
     doc.h(1, "streamproof campaign report: IN PROGRESS")
-    doc.p(text)
+    doc.banner(text, "warn")
     _atomic_write(out / "report.html", doc.html("streamproof campaign report (in progress)"))
     _atomic_write(out / "report.md", doc.markdown())

@@ -140,19 +140,32 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # ------------------------------------------------------------------------ failure signatures
 
-_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_QUOTED = re.compile(r"""(?<!\w)(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?!\w)""")  # not an apostrophe
+_NUMBERS = re.compile(r"(?<![\w)\]])[-+](?=\d)|0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_CONSTANTS = re.compile(r"\b(?:True|False|None)\b")
+# one item of a comma-separated list: a {...}, (...) or [...] without nesting, a key: value, a word
+_ITEM = r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]|[^\s,:\[\](){}]+: [^\s,\[\](){}]+|[^\s,\[\](){}]+"
+_REPEATED = re.compile(rf"(?<![^\s\[({{])(?P<item>{_ITEM})(?:, (?P=item))+(?=[\s,\])}}]|$)")
 
 
 def normalize_message(message: str | None) -> str:
-    """The message with every number (step indices, timestamps, ids, addresses) replaced by ``N``
-    and whitespace collapsed: two failures of one bug at different steps or times look alike."""
-    text = _NUMBERS.sub("N", message or "")
+    """The message's shape: quoted strings (keys, values, names) become ``S``, numbers (step
+    indices, timestamps, ids, values, signs included) ``N``, ``True``/``False``/``None`` ``V``, a run
+    of equal items of a list, tuple or dict one item, whitespace collapsed. Two failures of one bug
+    with other keys, values, times or counts look alike."""
+    text = _QUOTED.sub("S", message or "")
+    text = _NUMBERS.sub(lambda m: "" if m.group() in "-+" else "N", text)
+    text = _CONSTANTS.sub("V", text)
+    previous = None
+    while previous != text:  # inner runs first: [[N, N], [N, N, N]] -> [[N], [N]] -> [[N]]
+        previous, text = text, _REPEATED.sub(lambda m: m.group("item"), text)
     return " ".join(text.split())[:400]
 
 
 def signature(prop: str, verdict: str, invariant: str | None, message: str | None) -> tuple[str, str]:
-    """``(hash, text)``: the text is ``verdict | invariant | normalized message``; the hash is the
-    first 16 hex digits of SHA-1 over the property and that text."""
+    """``(hash, text)``: the text is ``verdict | invariant | normalized message``
+    (:func:`normalize_message`); the hash is the first 16 hex digits of SHA-1 over the property
+    and that text. One bug, one signature: not one per key, value or step it failed at."""
     text = f"{verdict} | {invariant or '-'} | {normalize_message(message)}"
     digest = hashlib.sha1(f"{prop}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return digest, text
@@ -160,9 +173,14 @@ def signature(prop: str, verdict: str, invariant: str | None, message: str | Non
 
 # --------------------------------------------------------------------------- reproduce
 
+RERUN_DIR = "streamproof-out/rerun"  # beside the default outputs (streamproof/outputs.py)
+
+
 def reproduce_command(prop: str, seed: int, examples: int, step_count: int, inject: str | None,
                       inject_caught_by: str | None = None) -> str:
-    """The command that reruns exactly this seed on one machine (the seed determines the run)."""
+    """The ``streamproof`` command that reruns exactly this seed on one machine (the seed determines
+    the run): ``check``, ``bugzoo``, or a one-seed ``campaign`` on ``local[1]`` when neither can
+    give the budget or the variant."""
     profile_known = step_count in PROFILE_STEP_COUNTS
     profile = PROFILE_STEP_COUNTS.get(step_count)
     env = f"HYPOTHESIS_PROFILE={profile} " if profile else ""
@@ -170,12 +188,12 @@ def reproduce_command(prop: str, seed: int, examples: int, step_count: int, inje
         return f"{env}streamproof check {shlex.quote(prop)} --seed {seed} --examples {examples}"
     if profile_known and inject is not None and inject_caught_by == prop:
         return f"{env}streamproof bugzoo {shlex.quote(inject)} --seed {seed} --examples {examples}"
-    code = "from streamproof.properties import registry; from streamproof.properties.explore import explore; "
-    if inject is not None:
-        code += f"from streamproof.properties.bugzoo import get_variant; get_variant({inject!r}).patch().__enter__(); "
-    code += (f"e = explore(registry.get({prop!r}), {examples}, seed={seed}, step_count={step_count}); "
-             "print(e.verdict, e.invariant, e.message)")
-    return f"python -c {shlex.quote(code)}"
+    # a step count no profile has, or a variant another property catches: the seed alone, on
+    # embedded Spark (one core), its results in RERUN_DIR
+    parts = ["streamproof", "campaign", prop, "--seeds", f"{seed}:{seed + 1}", "--examples", str(examples),
+             "--step-count", str(step_count)] + (["--inject", inject] if inject is not None else []) \
+        + ["--master", "local[1]", "--out", RERUN_DIR]
+    return shlex.join(parts)
 
 
 def plain(value: Any) -> Any:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import time
 from pathlib import Path
 
 import click
+
+from streamproof import extras, outputs
 
 SEEDS_HELP = "Seed range A:B (B excluded) or a count N (= 0:N)"
 
@@ -73,7 +74,7 @@ def _explicit(ctx: click.Context, name: str) -> bool:
 @click.option("--inject", metavar="VARIANT", default=None, help="Apply a bug-zoo variant on the executors")
 @click.option("--campaign", "name", metavar="NAME", default=None,
               help="Campaign name [default: derived from properties, seeds and budget]")
-@click.option("--out", default="results", show_default=True, metavar="DIR",
+@click.option("--out", default=str(outputs.default("campaign")), show_default=True, metavar="DIR",
               help="Results directory (Parquet), any path the cluster can write")
 @click.option("--resume", is_flag=True,
               help="Continue the campaign: run only its chunks not yet in DIR (an error when DIR does not hold "
@@ -113,10 +114,10 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     from streamproof.spark_harness import campaign as camp
     from streamproof.spark_harness import session as sess
     from streamproof.spark_harness import ship
-    from streamproof.spark_harness.progress import Bar
+    from streamproof.spark_harness.progress import CampaignDisplay
     from streamproof.spark_harness.spec import NAME_PATTERN, default_name
     from streamproof import __version__
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, isatty
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
 
     try:
         target = sess.parse_master(master)
@@ -166,12 +167,17 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     run = camp.new_run(master, "connect" if target.kind == "connect" else api)
     log_dir = Path(local_path(out)) / "_logs" if is_local_path(out) else Path("streamproof-logs")
     log_path = log_dir / f"{name}-{run.run_id}.log"
+    display = CampaignDisplay(name, local=target.loopback).open()  # progress on stderr, Spark's start-up too
+    display.step(f"starting Spark ({master})")
     started = time.perf_counter()
     try:
         spark = sess.start_session(master, api=api, app_name=f"streamproof {name}", conf=conf, log_path=log_path)
-    except sess.SparkSetupError as e:
-        raise InputError(e) from None
-    except KeyboardInterrupt:
+    except BaseException as e:
+        display.close()
+        if isinstance(e, sess.SparkSetupError):
+            raise InputError(e) from None
+        if not isinstance(e, KeyboardInterrupt):
+            raise
         click.echo("streamproof: interrupted while Spark was starting", err=True)
         ctx.exit(130)
     interrupted = False
@@ -180,6 +186,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         camp.warm_up(spark, target.cores or 4)  # starts the executors' Python workers (startup)
         cores = sess.cluster_cores(spark, target)
         run.startup_seconds = time.perf_counter() - started
+        display.step("reading the campaign's state and planning")
         stored = camp.load_spec(spark, out, name)
         planning = time.perf_counter()
         if resume and stored is None:
@@ -191,14 +198,13 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
             spec = camp.plan_exhaustive(name, props, family, depth, bound, timeout, __version__, cores, chunk_seeds)
         else:
             spec = camp.plan(name, props, seed_start, seed_end, examples, step_count, timeout, inject,
-                             __version__, cores, chunk_seeds, note=_planning_note(name))
+                             __version__, cores, chunk_seeds, note=display.step)
         run.plan_seconds = time.perf_counter() - planning
-        bar = Bar(sys.stderr, spec.seeds * len(spec.properties), isatty(sys.stderr), label=name)
         if is_local_path(out):  # a stale report must not vouch for results this run changes
             from streamproof.spark_harness.report import mark_in_progress
             mark_in_progress(local_path(out), name, run.run_id)
         result = camp.run_campaign(spark, spec, out, run, resume=resume, cores=cores, wave_seconds=wave_seconds,
-                                   bar=bar, stored=stored)
+                                   bar=display, stored=stored)
     except KeyboardInterrupt:
         interrupted = True
     except camp.CampaignError as e:
@@ -209,7 +215,11 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         where = f" (details: {log_path})" if target.needs_jvm else ""
         raise InputError(f"campaign {name}: Spark failed: {' '.join(str(e).split())[:300]}{where}") from None
     finally:
-        sess.stop_session(spark)
+        display.step("stopping Spark")
+        try:
+            sess.stop_session(spark)
+        finally:
+            display.close()
     if interrupted:
         again = ["streamproof", "campaign", "--campaign", name, "--out", out, "--master", master]
         if api != "classic":
@@ -230,13 +240,14 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     try:
         if not no_report and is_local_path(out) and Path(local_path(out), f"campaign={name}").is_dir():
             from streamproof.spark_harness.report import write_report
-            report_path, reports = write_report(local_path(out))
+            from streamproof.explain import failure_fragment
+            report_path, reports = write_report(local_path(out), explain=failure_fragment)
             files = {(f["property"], f["signature"]): f.get("file") for r in reports if r.name == name
                      for f in r.failures}
             for f in result.failures:
                 f["file"] = files.get((f["property"], f["signature"]))
         else:  # the results are not here (a remote Connect server or cluster file system): no report
-            _write_failures_locally(result, Path("streamproof-failures") / name)
+            _write_failures_locally(result, outputs.default("campaign") / "failures" / name)
     except KeyboardInterrupt:
         click.echo(f"streamproof: interrupted while writing the report: campaign {name} is complete in {out}; "
                    f"write the report with: streamproof report {shlex.quote(out)}", err=True)
@@ -306,37 +317,13 @@ def _flink_campaign(ctx: click.Context, jobs: list[str], master: str, api: str, 
     ctx.exit(EXIT_HELD if not bad else EXIT_FAILED)
 
 
-SPARK_EXTRA = "pip install 'streamproof[spark]'"
-
-
 def _missing_extra(e: ImportError, command: str) -> str:
-    name = getattr(e, "name", None) or str(e)
-    return (f"{command} needs the Spark extra: {name} is not installed (or does not import: "
-            f"{' '.join(str(e).split())[:200]}); install it with: {SPARK_EXTRA}")
+    return extras.missing(e, "spark", command)
 
 
 def _require_spark_extra(modules: tuple[str, ...], command: str) -> None:
     """One line (exit 2) naming the extra when a module of it is missing, instead of a traceback."""
-    import importlib
-
-    from streamproof.cli_common import InputError
-
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise InputError(_missing_extra(e, command)) from None
-
-
-def _planning_note(name: str):
-    """Progress while planning: a line at most every 5 s (measuring many properties takes a while)."""
-    last = [time.perf_counter()]
-
-    def note(text: str) -> None:
-        if time.perf_counter() - last[0] >= 5.0:
-            click.echo(f"{name}: {text}", err=True)
-            last[0] = time.perf_counter()
-    return note
+    extras.require(modules, "spark", command)
 
 
 def _nothing_to_resume(name: str, out: str) -> str:
@@ -367,7 +354,7 @@ def _exhaustive_properties(names: list[str]):
     if not names:
         raise InputError(f"--exhaustive needs a family or properties of one family (families with a small scope: "
                          f"{', '.join(sorted(ex.SCOPES))})")
-    props = registry.select(names)
+    props = [p for name in names for p in (registry.for_family(name) or registry.select([name]))]  # scenario families
     families = sorted({p.family for p in props})
     if len(families) != 1:
         raise InputError(f"--exhaustive checks one family at a time; selected: {', '.join(families)}")
@@ -510,7 +497,8 @@ def report(results: str, name: str | None, out: str | None) -> None:
 
     _require_spark_extra(("pyarrow", "pandas", "matplotlib"), "streamproof report")
     try:
-        path, reports = write_report(results, out, name)
+        from streamproof.explain import failure_fragment
+        path, reports = write_report(results, out, name, explain=failure_fragment)
     except ReportError as e:
         raise InputError(e) from None
     except ImportError as e:  # a part of the extra imported deeper down

@@ -105,6 +105,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
     args = _args(args_json)
     try:
         if replay_file is None:
+            outputs.prepare(out)
             cert.check_out(out)  # before any work: a bad --out is one line, not a tree made somewhere
         subject = cert.load(operator, args, records, key, timestamp, span, stream, layout, late)
         if replay_file is not None:
@@ -186,6 +187,7 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
         sys.path.insert(0, os.getcwd())
     try:
         if replay_file is None:
+            outputs.prepare(out)
             cert.check_out(out)
         given = dict([cj.given_records(records)]) if records else None
         subject = cj.load_job(target, given)

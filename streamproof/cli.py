@@ -427,6 +427,7 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
                 timeline = explain(scenario, file)
         except (NothingToCheck, registry.UnknownProperty) as e:
             raise InputError(f"{file}: {e.args[0]}") from None
+        timeline.injected = inject
     width = width or shutil.get_terminal_size((120, 24)).columns
     click.echo(render_text(timeline, width), nl=False)
     if html_out is not None:

@@ -14,12 +14,13 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import click
 from streamproof.properties.files import write_atomically  # noqa: F401  (re-exported)
+from streamproof.properties.progress_display import (  # noqa: F401  (isatty, plural: re-exported)
+    Display, duration, isatty, plural, stderr_console)
 
 EXIT_HELD, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it: not "a property failed"
@@ -55,6 +56,9 @@ def _on_sigint(signum, frame) -> None:
             threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
             return
         inner = inner.f_back
+    explore = sys.modules.get("streamproof.properties.explore")  # loaded where something explores
+    if explore is not None:
+        explore.note_interrupt()  # an exploration it lands in is interrupted, whatever Hypothesis makes of it
     raise KeyboardInterrupt
 
 
@@ -111,13 +115,6 @@ def profile_defaults() -> tuple[int, int]:
         settings.load_profile(previous)
 
 
-def isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def interrupted(what: str, finished: str) -> NoReturn:
     """Ctrl-C: one line on stderr saying what was interrupted and what finished, exit 130 (what
     was printed or written before stays)."""
@@ -125,129 +122,88 @@ def interrupted(what: str, finished: str) -> NoReturn:
     click.get_current_context().exit(EXIT_INTERRUPTED)
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    seconds = int(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds} s"
-
-
 class Status:
-    """Progress of a long command on stderr, so stdout (and ``--json``) stays clean.
+    """Progress of a long command on stderr (:class:`~streamproof.properties.progress_display.Display`),
+    so stdout (and ``--json``) stays clean.
 
-    On a terminal, one status line (what runs, examples done, elapsed) redrawn as work advances
-    and at least every second, erased before any other line; elsewhere nothing of it. ``item``
-    lines (a property or variant finished) and the ``summary`` line are printed in both cases.
-    Use as a context manager: the status line is erased on the way out, Ctrl-C included.
+    On a terminal, a live status (bar, item, examples done or what shrinks, elapsed) erased before any
+    other line and at the end; elsewhere plain lines only: ``item`` lines (a property or variant
+    finished), the ``summary`` line, and the status line as a heartbeat after ``heartbeat`` seconds
+    without a line. Use as a context manager: the live status is erased on the way out, Ctrl-C
+    included. ``detail``, when set, replaces what the examples say (e.g. writing a counterexample).
     """
 
-    TICK = 1.0
-
-    def __init__(self, command: str, total: int, stream: Any = None) -> None:
-        self.command, self.total = command, total
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = isatty(self.stream)
-        self.started = time.monotonic()
-        self.index = 0
-        self.name = ""
-        self.item_started = self.started
-        self.detail = ""
-        self._drawn = False
-        self._last = 0.0  # when the status line was last drawn
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+    def __init__(self, command: str, total: int, stream: Any = None, *, console: Any = None,
+                 clock: Callable[[], float] = time.monotonic, heartbeat: float | None = None) -> None:
+        self.command, self.total, self.clock = command, total, clock
+        self.started = self.item_started = clock()
+        self.index, self.name, self.detail = 0, "", ""
+        self.finished = 0  # items finished (the bar)
+        self._examples: tuple[int, int] | None = None  # (done, asked) of the item's exploration
+        self._shrinking: tuple[int, float] | None = None  # (examples when found, since)
+        self.display = Display(self.lines, self.fraction, heartbeat=heartbeat, clock=clock,
+                               console=console if console is not None else stderr_console(stream))
+        self.tty = self.display.tty
 
     def __enter__(self) -> "Status":
-        if self.tty:
-            self._ticker = threading.Thread(target=self._tick, name="streamproof-status", daemon=True)
-            self._ticker.start()
+        self.display.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2 * self.TICK)
-        with self._lock:
-            self._erase()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.TICK):
-            self.draw()
+        self.display.__exit__(*exc)
 
     def begin(self, index: int, name: str) -> None:
         """Item ``index`` (0-based) of ``total`` starts."""
         self.index, self.name, self.detail = index, name, ""
-        self.item_started = time.monotonic()
-        self.draw()
+        self._examples = self._shrinking = None
+        self.item_started = self.clock()
 
     def examples(self, done: int, asked: int, shrinking: bool = False) -> None:
         """An exploration's progress (the :func:`explore` callback)."""
-        self.detail = (f"failure found after {plural(done, 'example')}, shrinking it" if shrinking
-                       else f"{done}/{asked} examples")
-        self.draw(throttle=True)
+        self._examples = (done, asked)
+        if shrinking and self._shrinking is None:
+            self._shrinking = (done, self.clock())
+
+    def fraction(self) -> float:
+        done, asked = self._examples or (0, 1)
+        current = self.index + (1.0 if self._shrinking else min(1.0, done / max(1, asked)))
+        return max(self.finished, current) / max(1, self.total)
 
     def line(self) -> str:
-        now = time.monotonic()
+        now = self.clock()
         parts = [f"{self.command} [{min(self.index + 1, self.total)}/{self.total}]"]
         if self.name:
             parts.append(f"{self.name}:")
-        if self.detail:
-            parts.append(f"{self.detail},")
+        detail = self.detail
+        if not detail and self._shrinking is not None:
+            found, since = self._shrinking
+            detail = f"failure found after {plural(found, 'example')}, shrinking it ({duration(now - since)})"
+        elif not detail and self._examples is not None:
+            detail = f"{self._examples[0]}/{self._examples[1]} examples"
+        if detail:
+            parts.append(f"{detail},")
         parts.append(f"{duration(now - self.item_started)} (total {duration(now - self.started)})")
         return " ".join(parts)
 
-    def draw(self, throttle: bool = False) -> None:
-        if not self.tty:
-            return
-        now = time.monotonic()
-        if throttle and now - self._last < 0.2:
-            return
-        self._last = now
-        text = self.line()
-        width = _terminal_width()
-        if len(text) >= width:
-            text = text[:width - 4] + "..."
-        with self._lock:
-            self.stream.write("\r\x1b[K" + text)
-            self.stream.flush()
-            self._drawn = True
-
-    def _erase(self) -> None:
-        if self._drawn:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._drawn = False
+    def lines(self) -> list[str]:
+        return [self.line()]
 
     def item(self, text: str) -> None:
-        """A finished item's line (kept above the status line on a terminal)."""
+        """A finished item's line (kept above the live status on a terminal)."""
         self.name = self.detail = ""
+        self._examples = self._shrinking = None
+        self.finished = self.index + 1
         self.say(f"[{min(self.index + 1, self.total)}/{self.total}] {text}")
 
     def summary(self, text: str) -> None:
-        self.say(f"{self.command}: {text} in {duration(time.monotonic() - self.started)}")
+        self.say(f"{self.command}: {text} in {duration(self.clock() - self.started)}")
 
     def say(self, text: str) -> None:
-        with self.paused():
-            click.echo(text, file=self.stream)
+        self.display.say(text)
 
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Prints other lines (stdout's too: the same terminal) with the status line erased."""
-        with self._lock:
-            self._erase()
-            yield
-        self.draw()
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((100, 24)).columns
+    def paused(self):
+        """Prints other lines (stdout's too: the same terminal) with the live status erased."""
+        return self.display.paused()
 
 
 def table(header: Sequence[str], rows: list[Sequence[Any]], right: set[int] = frozenset()) -> list[str]:

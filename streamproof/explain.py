@@ -2,9 +2,9 @@
 
 One job: replay a scenario on the implementation, turn what the run recorded into timeline rows
 (one lane per subtask, plus ``JM`` for the job manager / coordinator), and render them as text or
-as a self-contained HTML table. The row where the property's invariant broke is marked and the
-verdict's message printed beside it; the family's reference (what its checker compares with) is
-printed after the timeline.
+as a self-contained HTML page (``streamproof/templates/``). The row where the property's invariant
+broke is marked and the verdict's message printed beside it; the family's reference (what its
+checker compares with) is printed after the timeline.
 
 What a family records decides what a timeline can show:
 
@@ -25,14 +25,16 @@ What a family records decides what a timeline can show:
 
 from __future__ import annotations
 
-import html
 import itertools
 import re
 import textwrap
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from markupsafe import Markup
+
+from streamproof.properties import html_pages
 from streamproof.properties.scenario import Scenario, dump_scenario
 
 JM = "JM"
@@ -93,6 +95,7 @@ class Timeline:
     sections: list[tuple[str, list[str]]] = field(default_factory=list)  # (title, lines): reference etc.
     not_recorded: list[str] = field(default_factory=list)
     legend: list[tuple[str, str]] = field(default_factory=list)
+    injected: str | None = None  # the bug-zoo variant applied while replaying (--inject)
 
     @property
     def marked(self) -> Row | None:
@@ -681,8 +684,10 @@ def render_text(timeline: Timeline, width: int = 120) -> str:
     lanes = timeline.lanes
     prefix = 11  # ">> " + row number + attempt
     widths = _lane_widths(timeline, width - prefix - 3 * len(lanes))
-    out = [f"== {timeline.title} =="] + textwrap.wrap(f"order: {timeline.ordering}", width=width,
-                                                      subsequent_indent="  ")
+    out = [f"== {timeline.title} =="]
+    if timeline.injected:
+        out.append(f"BUG INJECTED: {timeline.injected} (a bug-zoo variant applied while replaying; not the runtime as it is)")
+    out += textwrap.wrap(f"order: {timeline.ordering}", width=width, subsequent_indent="  ")
     header = f"{'':3}{'#':>4} {'att':>3} " + "".join(f"| {_fit(lane, widths[lane])} " for lane in lanes)
     out += [header.rstrip(), "-" * min(width, len(header))]
     attempt = None
@@ -735,67 +740,42 @@ def _fit(text: str, width: int) -> str:
 
 # ------------------------------------------------------------------------------------- html
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
-table.timeline{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12.5px}
-table.timeline th,table.timeline td{border:1px solid #ccc;padding:2px 6px;vertical-align:top;text-align:left}
-table.timeline th{background:#eee;position:sticky;top:0}
-tr.broken td{background:#ffd6d6;font-weight:bold}
-tr.attempt td{background:#f3f3f3;color:#555;font-style:italic}
-td.n,td.att{color:#777;text-align:right}
-.k-failover{color:#b00}.k-checkpoint,.k-snapshot,.k-commit{color:#05a}.k-timer{color:#7a3e00}
-.k-watermark{color:#666}.k-flush,.k-end{color:#6a1b9a}
-.note{color:#b00;font-weight:normal;display:block}
-.verdict-failed{color:#b00}.verdict-held{color:#070}
-"""
-
-
 def render_html(timeline: Timeline) -> str:
-    e = html.escape
-    parts = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">",
-             f"<title>streamproof explain: {e(timeline.title)}</title>", f"<style>{_CSS}</style></head><body>",
-             timeline_fragment(timeline), "</body></html>"]
-    return "\n".join(parts) + "\n"
+    """A self-contained page (``streamproof/templates/explain.html.j2``) of the timeline."""
+    return html_pages.render("explain.html.j2", package="streamproof",
+                             title=f"streamproof explain: {timeline.title}", fragment=timeline_fragment(timeline))
 
 
-def timeline_fragment(timeline: Timeline) -> str:
-    """The timeline as an HTML fragment (its own ``<section>``, CSS classes as in :func:`render_html`)."""
-    e = html.escape
-    lanes = timeline.lanes
-    out = [f"<section class=\"streamproof-timeline\"><h2>{e(timeline.title)}</h2>",
-           f"<p>order: {e(timeline.ordering)}</p>",
-           "<table class=\"timeline\"><thead><tr><th>#</th><th>attempt</th>"
-           + "".join(f"<th>{e(lane)}</th>" for lane in lanes) + "</tr></thead><tbody>"]
-    attempt = None
+def timeline_fragment(timeline: Timeline, anchor: str | None = "broken") -> Markup:
+    """The timeline as an HTML fragment (its own ``<section>``; the shared stylesheet's classes);
+    ``anchor``: the ``id`` of the row where the property broke (None: no id)."""
+    rows, attempt = [], None
     for n, row in enumerate(timeline.rows, 1):
-        if row.attempt is not None and attempt is not None and row.attempt != attempt:
-            out.append(f"<tr class=\"attempt\"><td colspan=\"{len(lanes) + 2}\">attempt {row.attempt}</td></tr>")
+        new_attempt = None  # a separator row before the first row of a later attempt
         if row.attempt is not None:
+            if attempt is not None and row.attempt != attempt:
+                new_attempt = row.attempt
             attempt = row.attempt
-        cells = []
-        for lane in lanes:
-            if lane != row.lane:
-                cells.append("<td></td>")
-                continue
-            note = f"<span class=\"note\">broke here: {e(row.note)}</span>" if row.mark else ""
-            cells.append(f"<td class=\"k-{e(row.kind)}\">{e(row.text)}{note}</td>")
-        cls = " class=\"broken\" id=\"broken\"" if row.mark else ""
-        att = "" if row.attempt is None else str(row.attempt)
-        out.append(f"<tr{cls}><td class=\"n\">{n}</td><td class=\"att\">{att}</td>{''.join(cells)}</tr>")
-    out.append("</tbody></table>")
-    verdict_class = "verdict-held" if timeline.holds else "verdict-failed"
+        cells = [None if lane != row.lane else {"kind": row.kind, "text": row.text, "note": row.note}
+                 for lane in timeline.lanes]
+        rows.append({"n": n, "attempt": "" if row.attempt is None else row.attempt, "new_attempt": new_attempt,
+                     "mark": row.mark, "cells": cells})
     verdict = "held" if timeline.holds else f"FAILED ({timeline.failure})"
-    out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in timeline.verdicts) + "</ul>")
-    out.append(f"<p class=\"{verdict_class}\"><b>verdict: {e(verdict)}</b></p>")
-    for title, lines in timeline.sections:
-        out.append(f"<h3>{e(title)}</h3><pre>" + e("\n".join(lines)) + "</pre>")
-    out.append("<h3>legend</h3><dl>" + "".join(f"<dt><code>{e(s)}</code></dt><dd>{e(m)}</dd>"
-                                               for s, m in timeline.legend) + "</dl>")
-    if timeline.not_recorded:
-        out.append("<h3>not recorded (so not drawn)</h3><ul>"
-                   + "".join(f"<li>{e(line)}</li>" for line in timeline.not_recorded) + "</ul>")
-    out.append("</section>")
-    return "\n".join(out)
+    return Markup(html_pages.render("timeline.html.j2", package="streamproof", timeline=timeline, rows=rows,
+                                    verdict=verdict, anchor=anchor))
+
+
+def failure_fragment(scenario_json: str, inject: str | None = None, anchor: str | None = None) -> Markup:
+    """The timeline fragment of a scenario (JSON text) replayed with bug-zoo variant ``inject``
+    applied: the campaign report's ``explain`` hook (no row id: a report embeds several)."""
+    from streamproof.properties.bugzoo import get_variant
+    from streamproof.properties.scenario import load_scenario
+
+    scenario = load_scenario(scenario_json)
+    with get_variant(inject).patch() if inject else nullcontext():
+        timeline = explain(scenario)
+    timeline.injected = inject
+    return timeline_fragment(timeline, anchor)
 
 
 def timeline_html(scenario: Scenario, result: Any = None, verdict: Any = None) -> str:

@@ -13,3 +13,11 @@ def default(command: str) -> Path:
     counterexamples), prove and conform (counterexamples), campaign (results; the report in its
     ``_report/``)."""
     return ROOT / command
+
+
+def prepare(out: str | Path) -> None:
+    """Creates ``streamproof-out/`` when ``out`` is inside it (any other ``--out`` is the user's
+    to make: its parent must exist)."""
+    path = Path(out)
+    if path.parent == ROOT and not ROOT.exists():
+        ROOT.mkdir(exist_ok=True)

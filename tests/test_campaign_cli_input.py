@@ -1,11 +1,10 @@
 """``streamproof campaign`` without a JVM: bad bounds and a resume of an unknown campaign are one
 line (exit 2) before Spark starts; the interruption message says what finished; the printed
-replay command of an injected campaign carries ``--inject``; progress comes while a wave runs
-(heartbeat), and waves are cut by measured work."""
+replay command of an injected campaign carries ``--inject``; waves are cut by measured work (the
+campaign's progress display: tests/test_cli_progress.py)."""
 
 from __future__ import annotations
 
-import io
 import time
 
 import pytest
@@ -14,7 +13,7 @@ from click.testing import CliRunner
 from streamproof.cli import cli
 from streamproof.properties.scenario import dump_scenario, load_scenario
 from streamproof.spark_harness import campaign as camp
-from streamproof.spark_harness import executor, progress, session
+from streamproof.spark_harness import executor, session
 from streamproof.spark_harness import spec as specs
 
 from tests.test_spark_unit import BUG, config
@@ -110,29 +109,6 @@ def test_the_replay_command_of_an_injected_campaign_reproduces(tmp_path, capsys)
     assert replay == f"streamproof replay {path} --inject {BUG}"
     args = replay.split()[1:]
     assert invoke(*args).exit_code == 1  # the failure reproduces: with the variant, the property fails
-
-
-def test_a_heartbeat_line_comes_while_a_wave_runs():
-    stream = io.StringIO()
-    bar = progress.Bar(stream, 100, tty=False, label="beat", heartbeat=0.0)
-    bar.begin(10, 3)
-    bar.started(40)
-    bar.tasks(1, 4)
-    bar.tick()  # no wave committed yet: still a line
-    lines = stream.getvalue().splitlines()
-    assert lines == ["beat: 20/100 seeds done, 30 in flight (1/4 tasks of the running waves done), "
-                     "0 waves committed, 0 s"]
-
-
-def test_the_bar_on_a_terminal_moves_with_the_clock():
-    stream = io.StringIO()
-    bar = progress.Bar(stream, 10, tty=True, label="t")
-    bar.begin(0, 1)
-    bar.started(10)
-    before = stream.getvalue()
-    bar.started_at -= 5  # five seconds later, no task finished
-    bar.tick()
-    assert stream.getvalue() != before and stream.getvalue().endswith("5 s")
 
 
 def test_waves_are_cut_by_measured_work_and_shrink_when_seeds_are_slower():

@@ -93,3 +93,42 @@ def test_a_job_entry_point_is_refused_without_being_called():
     with pytest.raises(cert.CertifyError, match="certify never runs it"):
         cert.load(f"{OPS}:main")
     assert certify_operators.RAN == []
+
+
+def _certificate(verdict: str, message: str | None = None) -> cert.Certificate:
+    """A certificate whose first property has ``verdict`` (and ``message``), the others held."""
+    def result(prop: str, verdict: str, message: str | None) -> dict:
+        failed = {"invariant": "same-output", "scenario_file": "out/x.json",
+                  "replay": "streamproof certify m:C --replay out/x.json",
+                  "trace": ["steps:", '    0  {"op":"record","key":"a|b","value":1}']} if message else {}
+        return {"property": prop, "verdict": verdict, "examples": 7, "seconds": 0.5, "message": message,
+                "invariant": None, "scenario_file": None, "replay": None, "trace": None,
+                "coverage": {c: 1 for c in cert.checks.COVERAGE}, **failed}
+
+    results = [result(p, verdict, message) if i == 0 else result(p, "held", None) for i, p in enumerate(cert.CHECKS)]
+    return cert.Certificate("pkg.ops:My_Op", 60, 0, results, versions={"streamproof": "t"},
+                            source={"file": "ops.py", "sha256": "ab"}, command="streamproof certify pkg.ops:My_Op",
+                            date="today", input={"records": "built-in"},
+                            findings=[{"finding": "output depends on arrival order", "scenarios": 2, "hint": "**h**"}])
+
+
+def test_the_certificate_page_renders_its_markdown_and_highlights_failures(tmp_path):
+    from tests.pages import highlighted, packaged, raw_markdown
+
+    assert packaged("streamproof.properties", "certificate.html.j2", "base.html.j2", "style.css") == []
+    failed = _certificate("failed", "extra [('a', 1)] <lambda> **not bold** | a pipe")
+    failed.write(tmp_path)
+    page = (tmp_path / "certificate.html").read_text()
+    assert raw_markdown(page) == [] and highlighted(page)
+    assert '<p class="banner fail">not certified</p>' in page
+    assert "<h1>Certificate: <code>pkg.ops:My_Op</code></h1>" in page
+    assert "<h2>Coverage" in page and "<pre><code>" in page and "<strong>not certified</strong>" in page
+    assert page.count('<tr class="fail">') == 1 and "<td>failed</td>" in page
+    assert "&lt;lambda&gt;" in page and "<lambda>" not in page  # a message is text, never markup
+    assert ".page{max-width:" in page and "white-space:pre-wrap" in page and "overflow-wrap:anywhere" in page
+    assert "**certified**" not in (tmp_path / "certificate.md").read_text()  # the Markdown is kept as it was
+    assert "| `certify.same-output` | failed |" in (tmp_path / "certificate.md").read_text()
+    held = _certificate("held").html()
+    assert raw_markdown(held) == [] and not highlighted(held) and '<p class="banner ok">certified</p>' in held
+    unexercised = _certificate("not exercised", "no scenario had a late record").html()
+    assert '<p class="banner warn">not exercised</p>' in unexercised and '<tr class="warn">' in unexercised

@@ -323,3 +323,22 @@ def test_an_order_the_job_leaves_to_flink_is_no_refusal(job, finding):
     certificate = cj.certify_job(cj.load_job(str(JOBS / job)), 30, 3)
     assert certificate.holds, certificate.results
     assert [f["finding"] for f in certificate.findings] == ([finding] if finding else [])
+
+
+def test_the_job_certificate_page_renders_its_markdown(certified, tmp_path):
+    from streamproof.properties import certify_job_report
+
+    from tests.pages import highlighted, raw_markdown
+
+    subject, cert = certified("timer_sum_unsafe.py")
+    md = certify_job_report.write(subject, cert, tmp_path / "unsafe", "streamproof certify job.py", EXAMPLES, 0)
+    page = (tmp_path / "unsafe" / "certificate.html").read_text()
+    assert "| `job.interruptible-timers` | failed |" in md.read_text()  # the Markdown as it was
+    assert raw_markdown(page) == [] and highlighted(page)
+    assert '<p class="banner fail">not certified</p>' in page and "<h2>Verdicts</h2>" in page
+    assert '<tr class="fail">\n<td><code>job.interruptible-timers</code></td>\n<td>failed</td>' in page
+    assert "<td>unsafe</td>" in page and "<ol>" in page  # the operators table, the pipeline
+    subject, cert = certified("timer_sum_safe.py")
+    certify_job_report.write(subject, cert, tmp_path / "safe", "", EXAMPLES, 0)
+    page = (tmp_path / "safe" / "certificate.html").read_text()
+    assert raw_markdown(page) == [] and not highlighted(page) and '<p class="banner ok">certified</p>' in page

@@ -38,7 +38,7 @@ def test_check_reports_exactly_the_examples_asked_for():
 
 
 def test_check_text_says_reachability_counts_events():
-    result = run("check", "timers.differential", "--examples", "20")
+    result = run("check", "timers.differential", "--examples", "20", "--reach")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[1].split()[3] == "20"

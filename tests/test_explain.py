@@ -14,6 +14,8 @@ from streamproof.explain import build_timeline, explain, render_html, render_tex
 from streamproof.properties.bugzoo import get_variant
 from streamproof.properties.scenario import load_scenario, load_scenario_file
 
+from tests.pages import highlighted, packaged, raw_markdown
+
 REPO = Path(__file__).resolve().parents[1]
 TRIGGER = REPO / "examples" / "termination" / "trigger.json"
 GRAPH_DUPLICATE = REPO / "examples" / "job" / "graph" / "chain-duplicate-watermark.json"
@@ -134,8 +136,12 @@ def test_cli_exit_codes_text_and_html(tmp_path):
     assert "\n>> " in failed.stdout and f"html: {out}" in failed.stdout
     page = out.read_text(encoding="utf-8")
     assert 'id="broken"' in page and "</html>" in page
-    injected = run("explain", TRIGGER, "--inject", "flush-handles-head-only")
+    injected_page = tmp_path / "injected.html"
+    injected = run("explain", TRIGGER, "--inject", "flush-handles-head-only", "--html", injected_page)
     assert injected.exit_code == 1 and "broke here: trigger-and-wait-fire-once" in injected.stdout
+    assert "BUG INJECTED: flush-handles-head-only" in injected.stdout  # the page says it is not the runtime as it is
+    assert 'class="banner warn injected"' in injected_page.read_text(encoding="utf-8")
+    assert "BUG INJECTED" not in failed.stdout and "injected" not in page
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -148,3 +154,35 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("streamproof: error: "), result.stderr
         assert result.stdout == ""
+
+
+def test_the_page_comes_from_the_packaged_templates_with_a_verdict_banner():
+    from importlib import resources
+
+    from streamproof.properties import html_pages
+
+    assert packaged("streamproof", "explain.html.j2", "timeline.html.j2") == []
+    template = html_pages.environment("streamproof").get_template("timeline.html.j2")
+    assert Path(template.filename) == Path(str(resources.files("streamproof"))) / "templates" / "timeline.html.j2"
+    failed = render_html(explain(load_scenario_file(GRAPH_DUPLICATE)))
+    held = render_html(explain(load_scenario_file(TRIGGER)))
+    for page in (failed, held):
+        assert raw_markdown(page) == [] and page.count("<style>") == 1
+        assert ".page{max-width:" in page and "white-space:pre-wrap" in page and "overflow-wrap:anywhere" in page
+    assert highlighted(failed) and '<p class="banner fail verdict-failed">verdict: FAILED (watermarks' in failed
+    assert not highlighted(held) and '<p class="banner ok verdict-held">verdict: held</p>' in held
+    # autoescaped: a value with markup in it is text
+    timeline = explain(load_scenario_file(TRIGGER))
+    timeline.rows[0].text = "<script>x</script>"
+    assert "<script>" not in render_html(timeline) and "&lt;script&gt;x&lt;/script&gt;" in render_html(timeline)
+
+
+def test_the_fragment_of_a_campaign_failure_applies_the_bug():
+    from streamproof.explain import failure_fragment
+
+    text = TRIGGER.read_text(encoding="utf-8")
+    fragment = failure_fragment(text, "flush-handles-head-only")
+    assert fragment.startswith('<section class="streamproof-timeline">') and "<html" not in fragment
+    assert fragment.count('<tr class="broken">') == 1 and 'id="broken"' not in fragment  # one of several on a page
+    assert "broke here: trigger-and-wait-fire-once" in fragment and highlighted(fragment)
+    assert 'class="broken"' not in failure_fragment(text) and not highlighted(failure_fragment(text))

@@ -259,6 +259,10 @@ def test_the_certificate_section_says_what_flink_showed(tmp_path):
     assert document["status"] == "not certified (on Apache Flink)" and document["certified"] is False
     assert document["on_flink"]["exactly_once"] is False
     assert "**not certified (on Apache Flink)**" in (tmp_path / "certificate.md").read_text()
+    page = (tmp_path / "certificate.html").read_text()  # rendered again with the section
+    assert '<p class="banner fail">not certified (on Apache Flink)</p>' in page
+    assert "<h2>On Apache Flink 2.3.0</h2>" in page
+    assert '<tr class="fail">' in page and "<td>differs: d</td>" in page and "**" not in page
 
 
 def test_runs_that_ended_before_the_time_limit_are_kept(monkeypatch, tmp_path):

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from streamproof.properties import registry
 from streamproof.properties.bugzoo import get_variant
@@ -161,26 +162,34 @@ def test_exhaustive_small_scope_covers_every_scenario(spark, tmp_path):
     assert cov["distinct_states"] == len(states) > 1
 
 
-def test_progress_reaches_the_bar(spark, tmp_path):
-    stream = io.StringIO()
-    bar = progress.Bar(stream, 12, tty=True, label="prog")
-    spec = camp.plan("prog", ["timers.differential"], 0, 12, 2, 40, LIMIT, None, "test", 2, chunk_seeds=1)
-    run(spark, spec, tmp_path, bar=bar, wave_seconds=1)
-    text = stream.getvalue()
-    assert "prog [" in text and "12/12 seeds" in text
+def test_progress_reaches_the_display_in_runs(spark, tmp_path):
+    """The display counts runs (seeds x properties), fed by the task counts, and the executors
+    report through the display's directory (the rows stay the same)."""
+    console = Console(file=io.StringIO(), force_terminal=False)
+    display = progress.CampaignDisplay("prog", console=console, local=True, heartbeat=1e9)
+    spec = camp.plan("prog", ["timers.differential", "mailbox.differential"], 0, 6, 2, 40, LIMIT, None, "test", 2,
+                     chunk_seeds=1)
+    with display:
+        result = run(spark, spec, tmp_path, bar=display, wave_seconds=1)
+    assert result.verified and result.holds
+    lines = console.file.getvalue().splitlines()
+    assert lines[0].startswith("prog: 6 seeds x 2 properties: 12 runs, about "), lines
+    assert "12/12 runs done, 0 queued or running" in lines[-1], lines  # the last wave committed
+    assert "\r" not in console.file.getvalue() and "\x1b" not in console.file.getvalue()
 
 
 def test_a_heartbeat_comes_while_a_slow_wave_runs(spark, tmp_path):
     """Seeds that each run into a 2 s limit: the one wave lasts several seconds, and progress lines
-    (seeds done, in flight, elapsed) come while it runs, not only when it commits."""
-    stream = io.StringIO()
-    bar = progress.Bar(stream, 4, tty=False, label="beat", heartbeat=0.0)
+    (runs done, queued or running, elapsed) come while it runs, not only when it commits."""
+    console = Console(file=io.StringIO(), force_terminal=False)
+    display = progress.CampaignDisplay("beat", console=console, heartbeat=0.0)
     spec = camp.plan("beat", ["mailbox.differential"], 0, 4, 100_000, 40, 2.0, None, "test", 2, chunk_seeds=1)
-    result = run(spark, spec, tmp_path, bar=bar)
+    with display:
+        result = run(spark, spec, tmp_path, bar=display)
     assert result.verified and result.per_property[0]["timeout"] == 4
-    lines = stream.getvalue().splitlines()
-    committed = next(i for i, line in enumerate(lines) if "waves committed, 4/4 seeds" in line)
-    assert any("seeds done" in line and "in flight" in line for line in lines[:committed]), lines
+    lines = console.file.getvalue().splitlines()
+    committed = next(i for i, line in enumerate(lines) if "committed: 4/4 runs done" in line)
+    assert any("runs done" in line and "queued or running" in line for line in lines[:committed]), lines
     runs = report.read_meta(tmp_path, "beat")[1]
     assert [r["status"] for r in runs] == ["completed"]
 

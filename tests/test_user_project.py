@@ -178,6 +178,10 @@ def test_the_wheel_installs_one_top_level_name(wheel):
     for package in ("model", "impl", "properties", "spark_harness", "properties/timers", "properties/valve"):
         assert f"streamproof/{package}/__init__.py" in names
     assert "streamproof/properties/schemas/scenario.schema.json" in names
+    for template in ("properties/templates/base.html.j2", "properties/templates/certificate.html.j2",
+                     "properties/templates/style.css", "spark_harness/templates/report.html.j2",
+                     "templates/explain.html.j2"):
+        assert f"streamproof/{template}" in names, template
 
 
 def test_the_wheels_metadata(wheel):

@@ -67,7 +67,9 @@ def markdown(report: FlinkReport, command: str = "", refused: list[str] = ()) ->
 
 
 def append(out: Path, report: FlinkReport, command: str = "", refused: list[str] = ()) -> None:
-    """Adds the section to ``out``/certificate.md and the entry to certificate.json."""
+    """Adds the section to ``out``/certificate.md and the entry to certificate.json; renders
+    certificate.html again."""
+    from streamproof.properties.certify_job_report import write_html
     from streamproof.properties.files import write_atomically
 
     md = out / "certificate.md"
@@ -81,3 +83,4 @@ def append(out: Path, report: FlinkReport, command: str = "", refused: list[str]
     document["on_flink"]["beside_refusals"] = beside(report, list(refused))
     write_atomically(md, text.rstrip("\n") + "\n\n" + markdown(report, command, refused))
     write_atomically(path, json.dumps(document, indent=1, default=str) + "\n")
+    write_html(out, document.get("status") or "not certified")
