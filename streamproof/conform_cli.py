@@ -28,7 +28,7 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
     """Compare Flink, the implementation and the model on random scenarios of each FAMILY
     (default: all). Exit 0 only when every scenario agrees; 1 on a divergence; 2 when Flink or Java
     is unavailable or the arguments are bad."""
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
     from streamproof.conformance.conform import FAMILIES, KNOWN, conform as run, write_divergences
     from streamproof.conformance.flink_env import FlinkUnavailable, HarnessBuildError
     from streamproof.conformance.harness import HarnessError
@@ -37,10 +37,13 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
     if unknown:
         raise InputError(f"unknown conformance family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     rows, failed = [], 0
-    for family in families or list(FAMILIES):
+    chosen = list(families or FAMILIES)
+    for index, family in enumerate(chosen):
         started = time.perf_counter()
         try:
-            report = run(family, version, examples, seed)
+            with Status("conform", len(chosen)) as status:
+                status.begin(index, f"{family}: {examples} scenarios on Flink {version}, the implementation and the model")
+                report = run(family, version, examples, seed)
         except (FlinkUnavailable, HarnessBuildError, HarnessError) as e:
             raise InputError(str(e)) from None
         seconds = time.perf_counter() - started

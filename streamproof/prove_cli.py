@@ -68,7 +68,7 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
     Exit 0 when every correct model's invariants are proved (or hold to the depth, for the bounded
     ones) and every variant asked for is refuted; 1 otherwise."""
     from streamproof import extras
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, table
+    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
 
     extras.require(("z3",), "prove", "streamproof prove")
     from streamproof.properties.z3models import check_model, counterexample_scenario, models, replay_command
@@ -84,12 +84,15 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
             raise InputError(f"unknown variant {v!r} of model(s) {', '.join(m.name for m in chosen)}; known: "
                              f"{', '.join(name for m in chosen for name in m.variants)}")
     rows, traces, replays, failed = [], [], [], 0
-    for model in chosen:
-        runs = [None] + [v for v in model.variants if all_variants or v in variants]
-        for variant in runs:
+    plan = [(model, variant) for model in chosen
+            for variant in [None] + [v for v in model.variants if all_variants or v in variants]]
+    with Status("prove", len(plan)) as status:
+        for index, (model, variant) in enumerate(plan):
+            status.begin(index, f"{model.name} {variant or '(correct)'}")
             started = time.perf_counter()
             outcomes = check_model(model, variant, k=k, depth=depth, size=size)
             seconds = time.perf_counter() - started
+            status.item(f"{model.name} {variant or '(correct)'}: {len(outcomes)} invariant(s), {seconds:.1f} s")
             for o in outcomes:
                 written = None
                 if variant is None:
@@ -101,12 +104,13 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
                         replays.append(replay_command(model, variant, str(written)))
                 failed += bad
                 if as_json:
-                    emit_json({"model": model.name, "variant": variant, "bugzoo": _bugzoo_name(model, variant),
-                               "replay": replay_command(model, variant, str(written)) if written else None,
-                               "invariant": o.invariant,
-                               "verdict": o.verdict, "depth": o.depth, "seconds": round(seconds, 3),
-                               "scenario": str(written) if written else None,
-                               "trace": [{"action": a, "params": p, "state": s} for a, p, s in o.trace]})
+                    with status.paused():
+                        emit_json({"model": model.name, "variant": variant, "bugzoo": _bugzoo_name(model, variant),
+                                   "replay": replay_command(model, variant, str(written)) if written else None,
+                                   "invariant": o.invariant,
+                                   "verdict": o.verdict, "depth": o.depth, "seconds": round(seconds, 3),
+                                   "scenario": str(written) if written else None,
+                                   "trace": [{"action": a, "params": p, "state": s} for a, p, s in o.trace]})
                 verdict = _verdict(o) + (f", scenario written: {written}" if written else "")
                 if variant is not None and bad:
                     verdict = f"NOT REFUTED ({_verdict(o)})"

@@ -73,7 +73,7 @@ def test_prove_command_proves_every_model_and_writes_each_counterexample_as_a_sc
     out = tmp_path / "cex"
     bad = runner.invoke(cli, ["prove", "valve", "--variant", "legacy", "--out", str(out), "--json"])
     assert bad.exit_code == 0, bad.output  # a variant asked for and refuted is what was expected
-    rows = [json.loads(line) for line in bad.output.splitlines()]
+    rows = [json.loads(line) for line in bad.stdout.splitlines()]
     refuted = [r for r in rows if r["variant"] == "legacy"]
     assert refuted[0]["verdict"] == "counterexample" and refuted[0]["trace"][0]["action"] == "init"
     written = Path(refuted[0]["scenario"])
