@@ -225,10 +225,10 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
         if api != "classic":
             again += ["--api", api]
         if run.seeds_total:
-            done = (f"{run.seeds_kept + run.seeds_run} of {run.seeds_total} seeds are committed "
+            done = (f"{run.seeds_kept + run.seeds_run} of {run.seeds_total} runs (property x seed) are committed "
                     f"({run.seeds_run} this run, {run.waves} waves"
                     + (f"; {run.seeds_kept} kept from earlier runs" if run.seeds_kept else "") + ") and kept"
-                    + (f"; the {run.seeds_dropped} seeds of the waves in flight were dropped and run again on resume"
+                    + (f"; the {run.seeds_dropped} runs of the waves in flight were dropped and run again on resume"
                        if run.seeds_dropped else ""))
         else:
             done = "nothing ran yet (it stopped while planning)"

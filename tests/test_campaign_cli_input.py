@@ -83,8 +83,8 @@ def test_an_interruption_says_what_finished_and_exits_130(monkeypatch, tmp_path)
     assert result.exit_code == 130
     assert result.stderr.count("\n") == 1
     line = result.stderr
-    assert "40 of 200 seeds are committed (40 this run, 2 waves) and kept" in line
-    assert "the 20 seeds of the waves in flight were dropped" in line
+    assert "40 of 200 runs (property x seed) are committed (40 this run, 2 waves) and kept" in line
+    assert "the 20 runs of the waves in flight were dropped" in line
     assert "--resume" in line
 
 
