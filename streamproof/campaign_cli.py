@@ -442,8 +442,8 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
         echo(f"started again without --resume: the previous results of {spec.name} were moved to {run.previous}")
     rate = run.seeds_run / run.seconds if run.seconds else 0.0
     kept = f", {run.chunks_resumed} chunks kept from earlier runs" if run.chunks_resumed else ""
-    echo(f"time: startup {run.startup_seconds:.1f} s, planning {run.plan_seconds:.1f} s, campaign {run.seconds:.1f} s for {run.seeds_run} seeds "
-         f"({rate:.1f} seeds/s){kept}")
+    echo(f"time: startup {run.startup_seconds:.1f} s, planning {run.plan_seconds:.1f} s, campaign {run.seconds:.1f} s for {run.seeds_run} runs "
+         f"({rate:.1f} runs/s; a run: one property on one seed){kept}")
     if result.failures:
         echo("")
         echo(f"failures: {len(result.failures)} signatures (the smallest seed represents each)")
@@ -474,12 +474,12 @@ def _print_summary(result, skipped: list[str], target, report_path) -> None:
 def _verdict_line(status: str, per_property: list[dict], total: int) -> str:
     count = lambda verdict: sum(p.get(verdict, 0) for p in per_property)  # noqa: E731
     if status == "held":
-        return f"all {total} seeds held"
+        return f"all {total} runs held (property x seed)"
     timeouts = f", {count('timeout')} timed out" if count("timeout") else ""
     if status == "failed":
-        return f"FAILED: {count('failed')} seeds failed, {count('error')} errors{timeouts}"
+        return f"FAILED: {count('failed')} runs failed, {count('error')} errors{timeouts}"
     if status == "timeout":
-        return (f"NOT ALL HELD: no seed failed, but {count('timeout')} seeds timed out (not checked to the end; "
+        return (f"NOT ALL HELD: no run failed, but {count('timeout')} runs timed out (not checked to the end; "
                 "not failures)")
     return "INCOMPLETE: not every seed is in the results (resume the campaign)"
 

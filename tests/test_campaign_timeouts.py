@@ -72,7 +72,7 @@ def test_the_summary_says_timeouts_are_not_failures(capsys):
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("failures:")]
     assert "timeouts (not failures" in out and "first seed 3" in out
-    assert out.rstrip().splitlines()[-1].startswith("NOT ALL HELD: no seed failed, but 1 seeds timed out")
+    assert out.rstrip().splitlines()[-1].startswith("NOT ALL HELD: no run failed, but 1 runs timed out")
     summary = _summary_json(result, [], None)
     assert summary["status"] == "timeout" and summary["failures"] == [] and len(summary["timeouts"]) == 1
     json.dumps(summary, default=str)
