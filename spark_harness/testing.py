@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from streamproof.spark_harness.session import SparkSetupError, check_java
@@ -135,3 +136,18 @@ def deterministic_rows(results_dir: str | os.PathLike, campaign: str) -> dict:
             raise AssertionError(f"seed {key} twice in {results_dir}")
         rows[key] = tuple(None if v != v else v for v in record.values())  # NaN -> None
     return rows
+
+
+def committed_chunks(results_dir: str | os.PathLike, campaign: str) -> int:
+    """How many chunks of ``campaign`` are committed in ``results_dir``."""
+    return len(list(Path(results_dir, f"campaign={campaign}").glob("property=*/chunk=*")))
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    """Polls ``predicate`` every 0.2 s until it holds; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

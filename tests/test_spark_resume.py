@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -22,16 +21,10 @@ ARGS = ["campaign", *PROPS, "--master", "local[2]", "--seeds", "0:24", "--exampl
 
 
 def chunks(out) -> int:
-    return len(list((out / "campaign=kill").glob("property=*/chunk=*")))
+    return testing.committed_chunks(out, "kill")
 
 
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = testing.wait_for
 
 
 def python_workers(driver_pid: int) -> list[int]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 
 import pytest
 
@@ -22,16 +21,10 @@ SEEDS = 16
 
 
 def chunks(out) -> int:
-    return len(list((out / "campaign=lost").glob("property=*/chunk=*")))
+    return testing.committed_chunks(out, "lost")
 
 
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = testing.wait_for
 
 
 def test_a_campaign_that_loses_a_worker_commits_every_seed_once(tmp_path):
