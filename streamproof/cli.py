@@ -406,8 +406,9 @@ def _print_replay(file: str, result: ReplayResult) -> None:
               help="apply this bug-zoo variant while replaying (as replay --inject)")
 @click.option("--job", "job", default=None, metavar="JOB.py",
               help="a counterexample of 'streamproof certify JOB.py': the job [default: the one the file names]")
+@json_option
 def explain_command(file: str, html_out: Path | None, width: int | None, inject: str | None,
-                    job: str | None) -> None:
+                    job: str | None, as_json: bool = False) -> None:
     """Replay a scenario file and draw its run as a timeline, one lane per subtask (plus the job
     manager), with the row where the property broke marked and the family's reference. A
     counterexample of 'streamproof certify JOB.py' is drawn with the job's operators as lanes."""
@@ -429,13 +430,16 @@ def explain_command(file: str, html_out: Path | None, width: int | None, inject:
             raise InputError(f"{file}: {e.args[0]}") from None
         timeline.injected = inject
     width = width or shutil.get_terminal_size((120, 24)).columns
-    click.echo(render_text(timeline, width), nl=False)
+    if as_json:  # the timeline itself: lanes, rows (the broken one marked), verdicts, sections
+        emit_json({"file": file, **json.loads(json.dumps(dataclasses.asdict(timeline), default=str))})
+    else:
+        click.echo(render_text(timeline, width), nl=False)
     if html_out is not None:
         try:
             html_out.write_text(render_html(timeline), encoding="utf-8")
         except OSError as err:
             raise InputError(f"cannot write {html_out}: {err.strerror or err}") from None
-        click.echo(f"html: {html_out}")
+        click.echo(f"html: {html_out}", err=as_json)
     click.get_current_context().exit(EXIT_HELD if timeline.holds else EXIT_FAILED)
 
 

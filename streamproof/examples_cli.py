@@ -4,6 +4,7 @@ the wheel can run them. Registered on the ``streamproof`` group by ``streamproof
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def example_files(root: Path) -> list[Path]:
 @click.command()
 @click.argument("directory", default=DEFAULT_DIR, metavar="[DIR]")
 @click.option("--list", "only_list", is_flag=True, help="list the example files instead of writing them")
-def examples(directory: str, only_list: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object: the files written (or listed) and where")
+def examples(directory: str, only_list: bool, as_json: bool = False) -> None:
     """Write the examples (scenario files, real operators and jobs, a family package) to DIR
     [default: ./examples], as the README tour and docs/ use them. Existing files are never
     overwritten: DIR must not hold any of them."""
@@ -41,6 +43,9 @@ def examples(directory: str, only_list: bool) -> None:
     root = examples_root()
     names = example_files(root)
     if only_list:
+        if as_json:
+            click.echo(json.dumps({"files": [str(name) for name in names]}))
+            return
         for name in names:
             click.echo(str(name))
         return
@@ -52,4 +57,7 @@ def examples(directory: str, only_list: bool) -> None:
     for name in names:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / name, target / name)
+    if as_json:
+        click.echo(json.dumps({"directory": str(target), "files": [str(name) for name in names]}))
+        return
     click.echo(f"wrote {len(names)} example files to {target}/; try: streamproof replay {target}/timers/*.json")

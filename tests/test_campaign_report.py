@@ -252,3 +252,17 @@ def test_the_time_plot_sets_failing_seeds_apart(tmp_path):
     _, (held,) = report.write_report(tmp_path / "held")
     assert _red_pixels(tmp_path / "bug" / "_report" / failed.plots["seed_time"]) > 50  # the failing seeds' dots
     assert _red_pixels(tmp_path / "held" / "_report" / held.plots["seed_time"]) == 0
+
+
+def test_report_json_is_one_object_per_campaign_then_the_paths(tmp_path):
+    from click.testing import CliRunner
+
+    from streamproof.cli import cli
+
+    _bug_campaign(tmp_path / "bug")
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "bug"), "--json"])
+    assert result.exit_code == 1, result.output
+    campaign, paths = [json.loads(line) for line in result.stdout.splitlines()]
+    assert campaign["campaign"] == "rep" and campaign["runs"] == 5 and campaign["failed"] == 5
+    assert campaign["signatures"] == 1 and campaign["exactly_once"]
+    assert Path(paths["html"]).is_file() and Path(paths["report"]).is_file()

@@ -309,3 +309,13 @@ def test_pytest_plugin_marker_and_fixtures(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout
+
+
+def test_examples_writes_the_shipped_files_and_never_overwrites(tmp_path):
+    result = run("examples", tmp_path / "ex", "--json")
+    assert result.exit_code == 0, result.output
+    written = json.loads(result.stdout)
+    assert "timers/interrupted-try-advance.json" in written["files"] and "jobs/real/long_rides.py" in written["files"]
+    assert all((tmp_path / "ex" / name).is_file() for name in written["files"])
+    again = run("examples", tmp_path / "ex")
+    assert again.exit_code == 2 and "exists" in again.stderr

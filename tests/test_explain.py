@@ -186,3 +186,12 @@ def test_the_fragment_of_a_campaign_failure_applies_the_bug():
     assert fragment.count('<tr class="broken">') == 1 and 'id="broken"' not in fragment  # one of several on a page
     assert "broke here: trigger-and-wait-fire-once" in fragment and highlighted(fragment)
     assert 'class="broken"' not in failure_fragment(text) and not highlighted(failure_fragment(text))
+
+
+def test_json_is_the_timeline(tmp_path):
+    result = run("explain", GRAPH_DUPLICATE, "--json", "--html", tmp_path / "t.html")
+    assert result.exit_code == 1
+    (line,) = result.stdout.splitlines()  # one JSON document; "html: ..." went to stderr
+    timeline = json.loads(line)
+    assert timeline["holds"] is False and timeline["lanes"][0] == "JM"
+    assert sum(row["mark"] for row in timeline["rows"]) == 1 and timeline["failure"]
