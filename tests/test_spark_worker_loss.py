@@ -17,7 +17,7 @@ from streamproof.spark_harness.spec import DETERMINISTIC_COLUMNS
 
 pytestmark = pytest.mark.timeout(1800)
 PROPS = ["timers.differential", "mailbox.differential"]
-SEEDS = 16
+SEEDS = 10
 
 
 def chunks(out) -> int:
