@@ -296,3 +296,41 @@ def test_a_whole_job(tmp_path):
         result.output("nope")
     with pytest.raises(HarnessError, match="watermarks="):
         h.run(watermarks="sometimes")
+
+
+def test_genuine_pyflink_functions_and_assigners():
+    pyflink = pytest.importorskip("pyflink.datastream", reason="apache-flink's Python API is not installed")
+    from pyflink.common import Time as FlinkTime
+    from pyflink.common import Types as FlinkTypes
+    from pyflink.datastream.functions import ProcessWindowFunction as FlinkProcessWindowFunction
+    from pyflink.datastream.state import ValueStateDescriptor as FlinkValueStateDescriptor
+    from pyflink.datastream.window import SlidingEventTimeWindows
+
+    tag = pyflink.OutputTag("odd", FlinkTypes.STRING())
+
+    class Counts(pyflink.KeyedProcessFunction):
+        def open(self, ctx):
+            self.seen = ctx.get_state(FlinkValueStateDescriptor("seen", FlinkTypes.LONG()))
+
+        def process_element(self, value, ctx):
+            self.seen.update((self.seen.value() or 0) + 1)
+            if value == "odd":
+                yield tag, value
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1)
+
+        def on_timer(self, timestamp, ctx):
+            yield ctx.get_current_key(), self.seen.value()
+
+    h = testing.for_keyed_process_function(Counts, key_selector=lambda v: v)
+    h.process_element("even", 1).process_element("odd", 1).process_element("even", 2).process_watermark(5)
+    assert h.get_output() == [Record(("even", 2), 2), Record(("odd", 1), 2), Record(("even", 2), 3), Watermark(5)]
+    assert h.side_output(tag) == ["odd"] and h.state("even") == {"seen": 2}
+
+    class Size(FlinkProcessWindowFunction):
+        def process(self, key, context, elements):
+            yield key, context.window().start, len(list(elements))
+
+    w = testing.for_window(SlidingEventTimeWindows.of(FlinkTime.milliseconds(10), FlinkTime.milliseconds(5)), Size(),
+                           key_selector=lambda r: r[0], timestamp=lambda r: r[1])
+    w.process_elements([("a", 1), ("a", 2), ("a", 12)]).end_input()
+    assert w.output() == [("a", -5, 2), ("a", 0, 2), ("a", 5, 1), ("a", 10, 1)]

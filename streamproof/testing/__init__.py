@@ -143,12 +143,17 @@ def for_window(assigner: Any, function: Any, key_selector: Any = None, *, key: A
     from streamproof.flink.pipeline import CaptureError, WindowSpec
     from streamproof.flink.window_operator import window_operator
 
+    from streamproof.flink.datastream import window as windows
+
     spec_of = getattr(type(assigner), "spec", None)
+    if not callable(spec_of) and type(assigner).__module__.startswith("pyflink."):
+        # a genuine PyFlink assigner: streamproof's class of that name reads the same attributes
+        spec_of = getattr(getattr(windows, type(assigner).__name__, None), "spec", None)
     if not callable(spec_of):
         raise HarnessError(f"for_window: {type(assigner).__name__} is not a window assigner of "
-                           "streamproof.flink.datastream.window (import the assigner from there)")
+                           "pyflink.datastream.window or streamproof.flink.datastream.window")
     try:
-        spec = WindowSpec(assigner.spec(), _window_kind(function), function, window_function, trigger, None,
+        spec = WindowSpec(spec_of(assigner), _window_kind(function), function, window_function, trigger, None,
                           allowed_lateness.to_milliseconds() if hasattr(allowed_lateness, "to_milliseconds")
                           else allowed_lateness, late_tag)
         window_operator(copy.deepcopy(spec))
