@@ -114,10 +114,14 @@ def test_rescale_two_subtasks_into_one_and_one_into_two():
 
 def test_an_interrupted_firing_can_be_stepped_and_checkpointed():
     h = harness(interruptible_timers=True)
-    h.process_elements([("a", 0), ("b", 0), ("c", 0)])  # three timers at 10
+    h.process_elements([("a", 0), ("b", 0), ("c", 0), ("d", 0)])  # four timers at 10
     h.process_watermark(10, stop_after=1)
-    assert h.firing_interrupted and len(h.output()) == 1 and len(h.pending_timers()) == 2
+    assert h.firing_interrupted and len(h.output()) == 1 and len(h.pending_timers()) == 3
     assert h.get_output()[-1] != Watermark(10)  # the watermark waits for the rest of the firing
+    with pytest.raises(HarnessError, match="between the first and second parts"):
+        h.process_element(("a", 11))  # Flink's mailbox runs the continuation before input
+    h.continue_firing(stop_after=1)  # the second part, in the continuation mail
+    assert h.firing_interrupted and len(h.pending_timers()) == 2
     due = h.pending_timers()[0].key
     not_fired = {t.key for t in h.pending_timers()}
     snapshot = h.snapshot()  # a checkpoint between the parts
@@ -127,6 +131,7 @@ def test_an_interrupted_firing_can_be_stepped_and_checkpointed():
     assert (due, 2) in h.output()  # the record was counted into the firing
     restored = harness(interruptible_timers=True).restore(snapshot)
     assert {t.key for t in restored.pending_timers()} == not_fired  # the due timers not fired yet
+    assert restored.output() == []  # restored due event-time timers wait for the next watermark
     restored.process_watermark(10)
     assert sorted(restored.output()) == sorted((k, 1) for k in not_fired)
 
@@ -334,3 +339,40 @@ def test_genuine_pyflink_functions_and_assigners():
                            key_selector=lambda r: r[0], timestamp=lambda r: r[1])
     w.process_elements([("a", 1), ("a", 2), ("a", 12)]).end_input()
     assert w.output() == [("a", -5, 2), ("a", 0, 2), ("a", 5, 1), ("a", 10, 1)]
+
+
+class ChainedProcessingTimers(KeyedProcessFunction):
+    """Each processing-time timer registers the next one 10 ms later, three in all."""
+
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_processing_time_timer(value)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), timestamp
+        if timestamp < 30:
+            ctx.timer_service().register_processing_time_timer(timestamp + 10)
+
+
+def test_every_processing_time_timer_due_fires_in_one_clock_step():
+    """Timers due by the new time fire in one set_processing_time, also those registered or made
+    the head by a timer that fired (Flink's TestProcessingTimeService loops until none is due)."""
+    h = testing.for_keyed_process_function(ChainedProcessingTimers, key=lambda v: "k")
+    h.process_element(10)
+    h.set_processing_time(25)
+    assert h.output() == [("k", 10), ("k", 20)] and h.pending_timers() == [Timer(30, "k", "processing")]
+    two = testing.for_keyed_process_function(ProcessingTimeEcho, key=lambda v: v)
+    two.process_element("a")
+    two.set_processing_time(2)
+    two.process_element("b")  # timers at 5 and 7: two physical timers, one after the other
+    two.set_processing_time(10)
+    assert two.output() == [("a", 5), ("b", 7)]
+
+
+def test_a_restored_processing_time_timer_already_due_fires_at_once():
+    h = testing.for_keyed_process_function(ProcessingTimeEcho, key=lambda v: v)
+    h.process_element("a")  # a timer at 5
+    snapshot = h.snapshot()
+    h.set_processing_time(100)
+    assert h.output() == [("a", 5)]
+    h.restore(snapshot)  # the clock goes on at 100: the restored timer is due
+    assert h.output() == [("a", 5)] and h.pending_timers() == []

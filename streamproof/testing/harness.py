@@ -170,6 +170,7 @@ class KeyedOperatorHarness(_Output):
         self._clock = ManualProcessingTimeService(start=processing_time)
         self._checkpoint_id = 0
         self._stop_at: int | None = None
+        self._parts = 0  # parts of the current split firing that ran
         self.task: OperatorTask | None = None
         self._deploy(parallelism, subtask, [])
 
@@ -241,6 +242,7 @@ class KeyedOperatorHarness(_Output):
         function of the record, else none)."""
         self.open()
         self._check_running()
+        self._check_input_may_run("a record")
         if timestamp is None and self._timestamp is not None:
             try:
                 timestamp = self._timestamp(value)
@@ -267,6 +269,7 @@ class KeyedOperatorHarness(_Output):
         self._check_running()
         if isinstance(timestamp, bool) or not isinstance(timestamp, int):
             raise HarnessError(f"a watermark is an int (milliseconds), got {timestamp!r}")
+        self._check_input_may_run("a watermark")
         self._stop_after(stop_after)
         try:
             combined = self.task.valve.input_watermark(0, timestamp)
@@ -274,8 +277,18 @@ class KeyedOperatorHarness(_Output):
                 self.task._process_watermark(combined)
         finally:
             self._stop_at = None
+        self._parts = 1
         self._settle()
         return self
+
+    def _check_input_may_run(self, what: str) -> None:
+        """Flink's mailbox runs the continuation of a firing interrupted in the input step before
+        it takes input again (the continuation is in the batch of mail that runs next): input can
+        run between two parts of a split firing only from the second part on."""
+        if self.firing_interrupted and self._parts < 2:
+            raise HarnessError(f"{what} cannot run between the first and second parts of a split firing: Flink's "
+                               "mailbox runs the continuation before it takes input again; call "
+                               "continue_firing(stop_after=k) first")
 
     def _stop_after(self, stop_after: int | None) -> None:
         if stop_after is None:
@@ -305,6 +318,7 @@ class KeyedOperatorHarness(_Output):
             self._run_mail(deferrable=True, until=lambda: not self.firing_interrupted or self._should_interrupt())
         finally:
             self._stop_at = None
+        self._parts += 1
         self._settle()
         return self
 
@@ -347,22 +361,35 @@ class KeyedOperatorHarness(_Output):
             raise HarnessError("the input has ended (end_input() was called): restore() a snapshot to go on")
 
     # -- mail -------------------------------------------------------------------------------
-    def _run_mail(self, deferrable: bool, until: Callable[[], bool] = lambda: False) -> None:
+    def _run_mail(self, deferrable: bool, until: Callable[[], bool] = lambda: False) -> int:
+        """Runs mail (``deferrable``: continuations too) until ``until()`` or none is left; returns
+        how many ran."""
         executor = self.task.executor
-        for _ in range(MAIL_LIMIT):
+        for n in range(MAIL_LIMIT):
             if until():
-                return
+                return n
             ran = executor.try_yield() if deferrable else executor.try_yield_ignoring_deferrable()
             if not ran:
-                return
+                return n
         raise HarnessError(f"the operator kept its mailbox busy: more than {MAIL_LIMIT} mails in one harness call")
 
     def _settle(self) -> None:
         """Runs the mail left by the last call: all of it, except an interrupted firing's
-        continuation, which waits for the test."""
-        self._run_mail(deferrable=False)
-        if not self.firing_interrupted:
-            self._run_mail(deferrable=True)
+        continuation, which waits for the test; and, as a task's clock does, fires the physical
+        processing-time timers due by now (one a fired timer or a restore registered at or before
+        the current time fires at once, not at the next clock step)."""
+        for _ in range(MAIL_LIMIT):
+            ran = self._run_mail(deferrable=False)
+            if not self.firing_interrupted:
+                ran += self._run_mail(deferrable=True)
+            self._clock.advance_to(self._clock.get_current_processing_time())
+            if not ran and not self.task.mailbox.has_mail() or self.firing_interrupted and not self._has_other_mail():
+                return
+        raise HarnessError(f"the operator kept its mailbox busy: more than {MAIL_LIMIT} rounds of mail in one harness call")
+
+    def _has_other_mail(self) -> bool:
+        """Mail besides an interrupted firing's continuation."""
+        return any(not mail.options.is_deferrable for mail in self.task.mailbox.pending_mails())
 
     # -- checkpoints ------------------------------------------------------------------------
     def snapshot(self, checkpoint_id: int | None = None) -> HarnessSnapshot:
