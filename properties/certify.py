@@ -12,11 +12,13 @@ timer before end of input or never produced output says "not exercised" and is n
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import hashlib
 import importlib
 import inspect
+import itertools
 import json
 import os
 import platform
@@ -46,6 +48,8 @@ FINDING_ARRIVAL_ORDER = checks.FINDING_ARRIVAL_ORDER
 
 class CertifyError(ValueError):
     """The operator or its input cannot be used (one line; exit 2)."""
+
+    streamproof_one_line = True  # the pytest plugin reports it as one line, without a traceback
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -83,6 +87,9 @@ class Subject:
     span: int
     args: Any
     source_file: str | None
+    # why ``streamproof certify`` cannot load it (an object defined inside a function, a lambda):
+    # its replay command says so instead; None when ``spec`` is what the command line takes
+    not_replayable: str | None = None
 
     def scenarios(self):
         if self.records is not None:
@@ -116,51 +123,111 @@ def _import(spec: str, module_name: str):
         raise CertifyError(f"{spec!r}: importing {module_name} called sys.exit({e.code})") from None
 
 
-def load(spec: str, args: Any = None, records: str | None = None, key: str | None = None,
-         timestamp: str | None = None, span: int | None = None, stream: str | None = None,
+def load(spec: Any, args: Any = None, records: Any = None, key: Any = None,
+         timestamp: Any = None, span: int | None = None, stream: Any = None,
          layout: str | None = None, late: bool | None = None) -> Subject:
-    """The operator ``spec`` (a class, or a function returning an instance), built with ``args``
-    (a JSON list or object; default: the module's ``ARGS``, else none), and its input."""
-    module_name, name = _split(spec)
-    module = _import(spec, module_name)
-    target = getattr(module, name, None)
-    if target is None:
-        raise CertifyError(f"{spec!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
+    """The operator ``spec`` and its input. ``spec``: ``"module:Class"`` (a class, or a function
+    returning an instance, as the CLI names it), or the object itself: an operator class (a
+    PyFlink-style ``KeyedProcessFunction`` or the ``impl.operators`` style), an instance (copied
+    afresh for every run, as PyFlink pickles the function to every subtask) or a zero-argument
+    function returning one. A class or function is built with ``args`` (a JSON list or object;
+    default: its module's ``ARGS``, else none). ``records``/``stream``: ``"module:name"`` or a
+    Hypothesis strategy (or a function returning one); ``key``/``timestamp``: ``"module:function"``,
+    a field index or name, or a function of a record (:func:`certify_input.record_spec`)."""
+    not_replayable = None
+    instance = False
+    if isinstance(spec, str):
+        module_name, name = _split(spec)
+        module = _import(spec, module_name)
+        target = getattr(module, name, None)
+        label = spec
+        if target is None:
+            raise CertifyError(f"{spec!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
+    else:
+        label, module, target, name, not_replayable, instance = _from_object(spec)
+        module_name = getattr(module, "__name__", label.partition(":")[0])
     if isinstance(target, type) and not _is_operator_class(target):
-        raise CertifyError(f"{spec!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
-    if not isinstance(target, type) and not callable(target):
-        raise CertifyError(f"{spec!r}: {name} is neither an operator class nor a function returning one")
-    if not isinstance(target, type):
+        raise CertifyError(f"{label!r}: {name} is not a KeyedProcessFunction subclass in {module_name}")
+    if not isinstance(target, type) and not callable(target) and not instance:
+        raise CertifyError(f"{label!r}: {name} is neither an operator class nor a function returning one")
+    if not isinstance(target, type) and not instance:
         job = _runs_a_job(target)
         if job:  # never called: it would run the job for real
-            raise CertifyError(f"{spec!r}: {name} builds and runs a job ({job}); certify never runs it: certify the "
+            raise CertifyError(f"{label!r}: {name} builds and runs a job ({job}); certify never runs it: certify the "
                                f"job's module or file (streamproof certify {module_name}), or give the operator "
                                "class (module:Class) and its input")
+    owner = type(target) if instance else target  # the operator's class (or its factory function)
     adapter = _adapter()
-    if adapter is not None and isinstance(target, type):
-        reason = adapter.refusal_reason(target)
+    if adapter is not None and isinstance(owner, type):
+        reason = adapter.refusal_reason(owner)
         if reason:
-            raise CertifyError(f"{spec!r}: not supported: {reason}")
-    if args is None:
+            raise CertifyError(f"{label!r}: not supported: {reason}")
+    if instance and args is not None:
+        raise CertifyError(f"{label!r}: args= builds a class; this operator is an instance, already built")
+    if args is None and not instance:
         args = getattr(module, "ARGS", None)
-    build = _builder(spec, name, target, args, adapter)
-    build()  # fails here, with one line, if it cannot be built
+    build = _builder(label, name, target, args, adapter, instance)
+    built = build()  # fails here, with one line, if it cannot be built
+    if isinstance(owner, type):
+        cls = owner
+    else:  # a function: the class of what it built (the user's, not the adapter around a PyFlink one)
+        wrapped = adapter is not None and isinstance(built, adapter.PyFlinkFunctionAdapter)
+        cls = type(built.function if wrapped else built)
     try:
         record_spec = inputs.record_spec(module, records, key, timestamp, stream, layout, late)
     except inputs.InputError as e:
-        raise CertifyError(f"{spec!r}: {e}") from None
-    if record_spec is None and not (isinstance(target, type) and issubclass(target, KeyedProcessFunction)):
-        raise CertifyError(f"{spec!r}: give its input: --records (a Hypothesis strategy of records), --key and "
+        raise CertifyError(f"{label!r}: {e}") from None
+    if record_spec is None and not issubclass(cls, KeyedProcessFunction):  # the built-in records: impl style only
+        raise CertifyError(f"{label!r}: give its input: --records (a Hypothesis strategy of records), --key and "
                            "--timestamp, or define records(), key(record) and timestamp(record) in its module")
-    cls = target if isinstance(target, type) else type(build())
     try:
         source = inspect.getsourcefile(cls)
     except TypeError:
         source = None
-    subject = Subject(spec, f"user:{spec}", target, build, record_spec,
-                      span if span is not None else inputs.time_span(cls), args, source)
+    # an object that is not the module-level one its name says, or an instance (its arguments are
+    # its own): a name of its own, so that the functions and probes registered by name never mix it
+    # up with another operator of the same name
+    unique = not isinstance(spec, str) and (instance or not_replayable is not None)
+    subject = Subject(label, f"user:{label}" + (f"#{next(_OBJECTS)}" if unique else ""), target, build, record_spec,
+                      span if span is not None else inputs.time_span(cls), args, source, not_replayable)
     FUNCTIONS[subject.name] = build
     return subject
+
+
+_OBJECTS = itertools.count(1)
+
+
+def _from_object(obj: Any) -> tuple[str, Any, Any, str, str | None, bool]:
+    """An operator given as an object: (its name ``module:QualName``, its module, the target, its
+    short name, why the command line cannot load it (None: it can), whether it is an instance)."""
+    adapter = _adapter()
+    if isinstance(obj, type):
+        owner, instance = obj, False
+    elif isinstance(obj, KeyedProcessFunction) or (adapter is not None and adapter.is_pyflink_style(type(obj))):
+        owner, instance = type(obj), True
+    elif callable(obj):
+        owner, instance = obj, False
+    else:
+        raise CertifyError(f"{_one_line(repr(obj), 80)}: not an operator: give a KeyedProcessFunction class or "
+                           "instance, a function returning one, or 'module:Class'")
+    module_name = getattr(owner, "__module__", None) or "?"
+    qualname = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", None) or type(owner).__name__
+    module = sys.modules.get(module_name)
+    label = f"{module_name}:{qualname}"
+    found = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if "<locals>" in qualname:
+        why = "defined inside a function"
+    elif "<lambda>" in qualname:
+        why = "a lambda"
+    elif module_name == "__main__":
+        why = "defined in __main__"
+    elif found is not owner:
+        why = f"{label} does not name it"
+    else:
+        why = None
+    return label, module, obj, qualname.rpartition(".")[2], why, instance
 
 
 _JOB_CALLS = ("execute", "execute_async", "get_execution_environment", "create_local_environment",
@@ -185,27 +252,36 @@ def _runs_a_job(function: Any) -> str | None:
     return None
 
 
-def _builder(spec: str, name: str, target: Any, args: Any, adapter) -> Callable[[], Any]:
+def _builder(spec: str, name: str, target: Any, args: Any, adapter, instance: bool = False) -> Callable[[], Any]:
+    """A fresh runnable instance per call: ``target`` built with ``args``, or, when ``instance``,
+    a copy of the instance ``target`` (never the pristine instance itself: each run, each
+    subtask, gets its own, as PyFlink pickles the function to every subtask)."""
     def build() -> Any:
         try:
-            if isinstance(args, dict):
-                instance = target(**args)
+            if instance:
+                built = copy.deepcopy(target)
+            elif isinstance(args, dict):
+                built = target(**args)
             elif args is not None:
-                instance = target(*args)
+                built = target(*args)
             else:
-                instance = target()
+                built = target()
         except SystemExit as e:
             raise CertifyError(f"{spec!r}: building {name} called sys.exit({e.code})") from None
         except Exception as e:  # noqa: BLE001
+            if instance:
+                raise CertifyError(f"{spec!r}: the instance cannot be copied for each run (copy.deepcopy: "
+                                   f"{type(e).__name__}: {e}); give its class or a function returning a new "
+                                   "instance") from None
             hint = "" if args is not None else " (give --args, or ARGS in its module)"
             raise CertifyError(f"{spec!r}: {name}() cannot be built{' without arguments' if args is None else ''}: "
                                f"{type(e).__name__}: {e}{hint}") from None
         if adapter is not None:
-            instance = adapter.adapt(instance)
-        if not isinstance(instance, KeyedProcessFunction):
-            raise CertifyError(f"{spec!r}: {name} built {type(instance).__name__}, not a KeyedProcessFunction")
-        instance.interruptible_timers = True  # the question certification answers (FLIP-443)
-        return instance
+            built = adapter.adapt(built)
+        if not isinstance(built, KeyedProcessFunction):
+            raise CertifyError(f"{spec!r}: {name} built {type(built).__name__}, not a KeyedProcessFunction")
+        built.interruptible_timers = True  # the question certification answers (FLIP-443)
+        return built
     return build
 
 
@@ -369,7 +445,17 @@ def _source_info(path: str | None) -> dict:
             "sha256": digest, "git_commit": commit}
 
 
+def _command(subject: Subject, examples: int, seed: int) -> str:
+    if subject.not_replayable is not None:
+        return (f"streamproof.certify({subject.spec}, examples={examples}, seed={seed}) from Python (not from the "
+                f"command line: it is {subject.not_replayable})")
+    return f"streamproof certify {subject.spec} --examples {examples} --seed {seed}"
+
+
 def _replay_command(subject: Subject, path: str) -> str:
+    if subject.not_replayable is not None:
+        return (f"not replayable from the command line: {subject.spec} is {subject.not_replayable} (at module "
+                f"level it would be: streamproof certify module:Class --replay {path})")
     parts = ["streamproof", "certify", subject.spec, "--replay", path]
     if subject.args is not None:
         parts += ["--args", json.dumps(subject.args)]
@@ -393,25 +479,27 @@ def _trace(scenario: Scenario) -> list[str]:
 
 def certify(spec: str | Subject, examples: int, seed: int = 0, out: str | Path | None = None,
             command: str = "", on_result: Callable[[dict], None] | None = None,
-            progress: Callable[[str, int, bool], None] | None = None) -> Certificate:
-    """Explores every certification property of the operator; counterexamples go to ``out``
-    (checked first: :func:`check_out`). ``on_result(result)`` is called as each property
-    finishes (its row of the certificate, counterexample written); ``progress(property,
-    examples_done, shrinking)`` as its exploration goes."""
+            progress: Callable[[str, int, bool], None] | None = None, database=None) -> Certificate:
+    """Explores every certification property of the operator (``spec``: what :func:`load`
+    takes, or a loaded :class:`Subject`); counterexamples go to ``out`` (checked first:
+    :func:`check_out`). ``on_result(result)`` is called as each property finishes (its row of the
+    certificate, counterexample written); ``progress(property, examples_done, shrinking)`` as its
+    exploration goes. ``database``: a Hypothesis example database whose failures of this operator
+    are replayed first (:func:`explore`; the pytest fixture passes the active settings' one)."""
     from streamproof.impl.operators import release_callback_watchdog
 
     if out is not None:
         check_out(out)
     subject = spec if isinstance(spec, Subject) else load(spec)
     try:
-        return _certify(subject, examples, seed, out, command, on_result, progress)
+        return _certify(subject, examples, seed, out, command, on_result, progress, database)
     finally:
         release_callback_watchdog()  # SIGALRM back to whoever had it (pytest-timeout, a Spark deadline)
 
 
 def _certify(subject: Subject, examples: int, seed: int, out, command: str,
              on_result: Callable[[dict], None] | None = None,
-             progress: Callable[[str, int, bool], None] | None = None) -> Certificate:
+             progress: Callable[[str, int, bool], None] | None = None, database=None) -> Certificate:
     from importlib import metadata
 
     import hypothesis
@@ -425,7 +513,7 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                        versions={"streamproof": version, "hypothesis": hypothesis.__version__,
                                  "python": platform.python_version()},
                        source=_source_info(subject.source_file),
-                       command=command or f"streamproof certify {subject.spec} --examples {examples} --seed {seed}",
+                       command=command or _command(subject, examples, seed),
                        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                        input={**(subject.records.names if subject.records else {"records": "built-in (key, int, ts)"}),
                               "span": subject.span if subject.records is None else None, "args": subject.args})
@@ -436,7 +524,8 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
         on_progress = None if progress is None else (lambda p: lambda n, shrinking: progress(p, n, shrinking))(prop.name)
         try:
             e = _known_failure(prop, broken) or explore(prop, examples, seed=seed, progress=on_progress,
-                                                        shrink="domain")
+                                                        shrink="domain", database=database,
+                                                        database_key=f"certify {subject.spec} {prop.name}")
         except Interrupted as stop:  # Ctrl-C: a counterexample already found is kept (not minimal)
             stop.property, stop.scenario_file = prop.name, None
             if stop.exploration.scenario is not None and out is not None:

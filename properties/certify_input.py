@@ -104,22 +104,28 @@ def selector(ref: str | int | Callable, what: str) -> Callable[[Any], Any]:
     return field
 
 
-def record_spec(module: Any, records: str | None, key: str | None, timestamp: str | None,
-                stream: str | None = None, layout: str | None = None, late: bool | None = None) -> RecordSpec | None:
+def record_spec(module: Any, records: Any, key: Any, timestamp: Any, stream: Any = None,
+                layout: str | None = None, late: bool | None = None) -> RecordSpec | None:
     """The user's input from the options, else from the operator's module (``stream`` or
-    ``records``, ``key``, ``timestamp``), else None (the built-in integer records)."""
-    if records and stream:
-        raise InputError("give --records (one record) or --stream (a whole input), not both")
+    ``records``, ``key``, ``timestamp``), else None (the built-in integer records). Each option is
+    a ``module:name`` string (as the command line gives it) or the object itself: ``records`` or
+    ``stream`` a Hypothesis strategy or a function returning one, ``key`` and ``timestamp`` a
+    function of a record (or a field index or name). ``module`` may be None (no conventions)."""
     given = {"stream": stream, "records": records, "key": key, "timestamp": timestamp}
-    from_module = {n: f"{module.__name__}:{n}" for n in given if callable(getattr(module, n, None))}
-    if records or stream:  # an option wins over the module's convention
-        from_module.pop("stream" if records else "records", None)
-    names = {n: given[n] or from_module.get(n) for n in given}
+    given = {n: (None if v is None or (isinstance(v, str) and not v) else v) for n, v in given.items()}
+    if given["records"] is not None and given["stream"] is not None:
+        raise InputError("give --records (one record) or --stream (a whole input), not both")
+    objects = {n: v for n, v in given.items() if v is not None and not isinstance(v, str)}
+    from_module = {} if module is None else \
+        {n: f"{module.__name__}:{n}" for n in given if callable(getattr(module, n, None))}
+    if given["records"] is not None or given["stream"] is not None:  # an option wins over the module's convention
+        from_module.pop("stream" if given["records"] is not None else "records", None)
+    names = {n: (describe(given[n]) if n in objects else given[n]) or from_module.get(n) for n in given}
     if layout not in (None, *LAYOUTS):
         raise InputError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
     source_name = names["stream"] or names["records"]
     if source_name is None:
-        if key or timestamp:
+        if given["key"] is not None or given["timestamp"] is not None:
             raise InputError("--key and --timestamp need --records (a Hypothesis strategy of input records)")
         return None
     option = "--stream" if names["stream"] else "--records"
@@ -127,7 +133,8 @@ def record_spec(module: Any, records: str | None, key: str | None, timestamp: st
     if missing:
         raise InputError(f"records given without --{missing[0]} (the {missing[0]} of a record: module:function, "
                          "a field index or a field name)")
-    source = resolve(source_name, option)
+    which = "stream" if names["stream"] else "records"
+    source = objects[which] if which in objects else resolve(source_name, option)
     if not callable(source) and not _is_strategy(source):
         raise InputError(f"{option} {source_name!r} is neither a strategy nor a function returning one")
     if names["stream"]:
@@ -141,8 +148,22 @@ def record_spec(module: Any, records: str | None, key: str | None, timestamp: st
     if not late:
         names["late"] = "never (--no-late)"
     return RecordSpec(lambda: source if _is_strategy(source) else _strategy_from(source, source_name, option),
-                      selector(names["key"], "--key"), selector(names["timestamp"], "--timestamp"), names,
-                      whole=bool(given["stream"] or "stream" in names), layout=layout, late=late)
+                      selector(objects.get("key", names["key"]), "--key"),
+                      selector(objects.get("timestamp", names["timestamp"]), "--timestamp"), names,
+                      whole=bool(given["stream"] is not None or "stream" in names), layout=layout, late=late)
+
+
+def describe(value: Any) -> str:
+    """How an input given as an object is named in the certificate and in messages."""
+    if isinstance(value, (int, str)):
+        return str(value)
+    if _is_strategy(value):
+        return f"strategy {_short(value)}"
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    module = getattr(value, "__module__", None)
+    if name and module:
+        return f"{module}:{name}"
+    return _short(value)
 
 
 def _is_strategy(value: Any) -> bool:

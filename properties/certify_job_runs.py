@@ -33,6 +33,8 @@ STEPS_PER_ELEMENT = 200  # a run longer than this many steps per source element 
 class JobCertifyError(ValueError):
     """The job cannot be certified (one line naming the job's line or operator; exit 2)."""
 
+    streamproof_one_line = True  # the pytest plugin reports it as one line, without a traceback
+
 
 # -- scenarios -------------------------------------------------------------------------------------
 
@@ -186,6 +188,12 @@ def given_records(option: str) -> tuple[str, list]:
         value = resolve(ref, "--records")
     except InputError as e:
         raise JobCertifyError(str(e)) from None
+    return name, source_records(value, f"--records {option}")
+
+
+def source_records(value: Any, what: str) -> list:
+    """The records of a connector source given as ``value``: a list, a function returning one, or
+    a Hypothesis strategy of a list (drawn once, derandomized: the same records every run)."""
     if callable(value) and not hasattr(value, "example"):
         value = value()
     if hasattr(value, "example") and hasattr(value, "map"):  # a Hypothesis strategy
@@ -196,8 +204,8 @@ def given_records(option: str) -> tuple[str, list]:
             given(value)(drawn.append))()
         value = drawn[0]
     if not isinstance(value, (list, tuple)):
-        raise JobCertifyError(f"--records {option}: not a list of records (got {type(value).__name__})")
-    return name, list(value)
+        raise JobCertifyError(f"{what}: not a list of records (got {type(value).__name__})")
+    return list(value)
 
 
 def load_job(target: Any, records: dict | None = None) -> JobSubject:

@@ -3,6 +3,7 @@ CLI, the bug zoo and the Spark harness alike)."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections import Counter
@@ -58,20 +59,30 @@ class Interrupted(KeyboardInterrupt):
         self.exploration = exploration
 
 
-def exploration_settings(examples: int, step_count: int = 40, shrink: bool = True) -> settings:
+def exploration_settings(examples: int, step_count: int = 40, shrink: bool = True, database=None) -> settings:
+    """``database``: a Hypothesis example database (``settings().database``) whose failures of
+    the same exploration are replayed first and where new ones are saved; None (the CLI, the bug
+    zoo, campaigns) keeps explorations deterministic, a function of their seed alone."""
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
     if shrink is True:
         phases.append(Phase.shrink)
     return settings(
-        max_examples=examples, stateful_step_count=step_count, deadline=None, database=None,
+        max_examples=examples, stateful_step_count=step_count, deadline=None, database=database,
         report_multiple_bugs=False, print_blob=False, phases=phases,
         suppress_health_check=list(HealthCheck),
     )
 
 
 def explore(prop: Property, examples: int, seed: int | None = None, step_count: int = 40,
-            shrink: bool = True, progress: Callable[[int, bool], None] | None = None) -> Exploration:
+            shrink: bool = True, progress: Callable[[int, bool], None] | None = None,
+            database=None, database_key: str | None = None) -> Exploration:
     """Runs ``prop``'s state machine for ``examples`` examples; a failure is shrunk to a scenario.
+
+    ``database``: a Hypothesis example database (the pytest fixtures pass the active settings'
+    one): the failures it holds for this exploration are replayed first, new ones are saved there.
+    Its key is ``database_key`` (default: the property's name; certification adds the operator),
+    the same in every run and process. None (the default) uses none: the exploration depends on
+    ``seed`` alone.
 
     ``progress(examples_done, shrinking)`` is called after every counted example and, once a
     failure was found, after every re-run of shrinking (a progress display; it must be cheap).
@@ -81,12 +92,21 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
     if prop.machine is None and prop.strategy is None:
         raise ValueError(f"property {prop.name!r} has neither a state machine nor a strategy to explore")
     tally = _Tally(progress)
+    chosen = exploration_settings(examples, step_count, shrink, database)
     if prop.machine is None:
-        test = _strategy_test(prop, tally, exploration_settings(examples, step_count, shrink))
+        test = _strategy_test(prop, tally, chosen)
     else:
-        test = get_state_machine_test(_counting_factory(prop.machine(), tally),
-                                      settings=exploration_settings(examples, step_count, shrink))
-    if seed is not None:
+        test = get_state_machine_test(_counting_factory(prop.machine(), tally), settings=chosen)
+    if database is not None:
+        # Hypothesis keys a test's examples by a digest of its source: every state machine (and
+        # every strategy property) here would share one key. A key of its own, stable across runs;
+        # set on the wrapped test, it is used with --hypothesis-seed too (which otherwise turns
+        # the database off)
+        key = database_key or prop.name
+        test._hypothesis_internal_database_key = b"streamproof:" + hashlib.sha384(key.encode()).digest()
+        if seed is not None:
+            test._hypothesis_internal_use_seed = seed  # what @seed does, less its database=None
+    elif seed is not None:
         test = hypothesis_seed(seed)(test)
     started = time.perf_counter()
 

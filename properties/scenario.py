@@ -64,6 +64,8 @@ class ScenarioError(ValueError):
     ``kind`` is one of :data:`ERROR_KINDS`.
     """
 
+    streamproof_one_line = True  # the pytest plugin reports it as one line, without a traceback
+
     def __init__(
         self, message: str, step_index: int | None = None, field: str | None = None,
         kind: str = "invalid",

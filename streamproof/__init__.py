@@ -5,7 +5,7 @@ is internal. Scenarios (:func:`load_scenario`, :func:`load_scenario_file`, :func
 checking (:func:`replay`, :func:`explore`), the catalogue (:func:`all_properties`,
 :func:`register_property`), the bug zoo (:func:`bug_variant`, :func:`hunt`), extending the suite
 with a family of one's own (:func:`register_family_package`, :func:`register_family`,
-:func:`step`, :func:`arg`) and certifying an operator (:func:`certify`).
+:func:`step`, :func:`arg`) and certifying an operator or a job (:func:`certify`).
 
 Every name is imported on first use (PEP 562), so ``import streamproof`` and
 ``import streamproof.model`` stay light and load nothing of the rest (the pytest plugin imports
@@ -64,8 +64,8 @@ _PUBLIC = {
     "EnumKind": (_SCENARIO, "EnumKind"),
     "KeyKind": (_SCENARIO, "KeyKind"),
     "TraceComparison": ("streamproof.properties.tracecompare", "TraceComparison"),
-    # certifying a user's operator (docs/certify.md)
-    "certify": (_CERTIFY, "certify"),
+    # certifying a user's operator or a job, as `streamproof certify` does (docs/certify.md)
+    "certify": ("streamproof.certify_api", "certify"),
     # certifying a job as written (docs/certify.md, "Certifying a job")
     "certify_job": ("streamproof.properties.certify_job_report", "certify"),
     "JobCertificate": ("streamproof.properties.certify_job", "JobCertificate"),
@@ -83,7 +83,8 @@ __all__ = ["__version__", *_PUBLIC]
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is imported lazily
     from streamproof.properties.bugzoo import BugVariant, all_variants, get_variant, hunt
     from streamproof.properties.bugzoo import variant as bug_variant
-    from streamproof.properties.certify import Certificate, CertifyError, certify
+    from streamproof.certify_api import certify
+    from streamproof.properties.certify import Certificate, CertifyError
     from streamproof.properties.certify_job import JobCertificate
     from streamproof.properties.certify_job_runs import JobCertifyError
     from streamproof.properties.certify_job_report import certify as certify_job

@@ -159,18 +159,9 @@ def _as_json(out: str, replay_file: str | None, run) -> None:
 
 def is_job(target: str) -> bool:
     """A job file (``path/job.py``) or a job module (``package.job``, no ``:``)."""
-    import importlib.util
-    import os
+    from streamproof.certify_api import is_job as is_job_target
 
-    if target.endswith(".py") or os.path.isfile(target):
-        return True
-    if ":" in target:
-        return False
-    try:
-        spec = importlib.util.find_spec(target)
-    except (ImportError, ValueError):
-        return False
-    return spec is not None and bool(spec.origin) and spec.origin.endswith(".py")
+    return is_job_target(target)
 
 
 def certify_job_command(target: str, examples: int | None, seed: int, out: str, replay_file: str | None,

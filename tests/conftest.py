@@ -2,8 +2,10 @@
 
 from hypothesis import settings
 
-from streamproof.properties import profiles  # noqa: F401  (registers dev / ci / campaign)
+from streamproof.properties import profiles
 from streamproof.properties import scenario
+
+profiles.register()  # dev / ci / campaign (ours replacing Hypothesis's own ci)
 
 scenario._ensure_families()  # every family registered before any test snapshots the registry
 settings.load_profile("ci")

@@ -246,7 +246,7 @@ def test_explain_draws_the_restore_of_a_same_output_counterexample(tmp_path):
     assert "out ('a', 1)" in marked
 
 
-def test_the_fixture_certifies_a_job_file_and_a_build_function(streamproof_certify, tmp_path):
+def test_the_fixture_certifies_a_job_file_and_a_build_function(streamproof_certify, streamproof_out, tmp_path):
     certificate = streamproof_certify(str(JOBS / "timer_sum_safe.py"), examples=0)
     assert certificate.holds and certificate.status == "certified"
     (tmp_path / "myjob.py").write_text(textwrap.dedent("""
@@ -264,7 +264,8 @@ def test_the_fixture_certifies_a_job_file_and_a_build_function(streamproof_certi
         sys.path.remove(str(tmp_path))
         sys.modules.pop("myjob", None)
     assert certificate.holds, certificate.results
-    assert (tmp_path / "certificate" / "certificate.json").exists()
+    # the test's own folder: the first certificate, the second in 2/
+    assert (streamproof_out / "certificate.json").exists() and (streamproof_out / "2" / "certificate.json").exists()
 
 
 def test_the_public_api_certifies_a_job():

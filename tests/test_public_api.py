@@ -15,14 +15,26 @@ REPO = Path(__file__).resolve().parent.parent
 API_DOC = REPO / "docs" / "api.md"
 
 
-def documented_names() -> set[str]:
-    """The names in the first column of docs/api.md's tables (without call signatures)."""
+def documented_names(module: str = "streamproof") -> set[str]:
+    """The names in the first column of docs/api.md's tables (without call signatures): those of
+    ``streamproof``, or of the section about the module ``streamproof.testing``."""
     names = set()
+    section = "streamproof"
     for line in API_DOC.read_text(encoding="utf-8").splitlines():
-        if line.startswith("| `"):
+        if line.startswith("## "):
+            section = "streamproof.testing" if "`streamproof.testing`" in line else "streamproof"
+        if line.startswith("| `") and section == module:
             cell = line.split("|")[1]
             names |= {re.match(r"\w+", code).group(0) for code in re.findall(r"`([^`]+)`", cell)}
     return names
+
+
+def test_docs_api_lists_exactly_what_streamproof_testing_exports():
+    from streamproof import testing
+
+    exported = set(testing.__all__) - {"KeyedOperatorHarness", "ProcessFunctionHarness", "JobHarness", "JobResult"}
+    assert exported - documented_names("streamproof.testing") == set(), "exported but not in docs/api.md"
+    assert documented_names("streamproof.testing") - set(testing.__all__) == set(), "documented but not exported"
 
 
 def test_every_exported_name_resolves_to_what_its_module_defines():

@@ -622,19 +622,12 @@ class WindowOperator(impl.KeyedProcessFunction):
         except TypeError:
             raise TypeError(f"{type(function).__name__}.{name} returned {results!r}: PyFlink iterates a window "
                             f"function's result (yield the outputs or return an iterable)") from None
-        # Flink's emitWindowContents: every output (side outputs too) carries window.maxTimestamp(),
-        # also when an element fires the window (a late firing, a count or custom trigger)
         ctx, out = self._impl_ctx, self._out
-        saved = (out.timestamp, ctx._timestamp)
-        out.timestamp = ctx._timestamp = window.max_timestamp()
-        try:
-            for result in iterator:
-                if isinstance(result, tuple) and result and _is_output_tag(result[0]):
-                    ctx.output(result[0].tag_id, result[1])
-                else:
-                    out.collect(result)
-        finally:
-            out.timestamp, ctx._timestamp = saved
+        for result in iterator:
+            if isinstance(result, tuple) and result and _is_output_tag(result[0]):
+                ctx.output(result[0].tag_id, result[1])
+            else:
+                out.collect(result)
 
     def __repr__(self) -> str:
         return f"WindowOperator({self.assigner!r}, {type(self.trigger).__name__}, {self.kind})"
