@@ -125,7 +125,7 @@ def _import(spec: str, module_name: str):
 
 def load(spec: Any, args: Any = None, records: Any = None, key: Any = None,
          timestamp: Any = None, span: int | None = None, stream: Any = None,
-         layout: str | None = None, late: bool | None = None) -> Subject:
+         layout: str | None = None, late: bool | None = None, replay_only: bool = False) -> Subject:
     """The operator ``spec`` and its input. ``spec``: ``"module:Class"`` (a class, or a function
     returning an instance, as the CLI names it), or the object itself: an operator class (a
     PyFlink-style ``KeyedProcessFunction`` or the ``impl.operators`` style), an instance (copied
@@ -177,7 +177,8 @@ def load(spec: Any, args: Any = None, records: Any = None, key: Any = None,
         record_spec = inputs.record_spec(module, records, key, timestamp, stream, layout, late)
     except inputs.InputError as e:
         raise CertifyError(f"{label!r}: {e}") from None
-    if record_spec is None and not issubclass(cls, KeyedProcessFunction):  # the built-in records: impl style only
+    # the built-in records are impl style only; a replay reads its records from the scenario file
+    if record_spec is None and not issubclass(cls, KeyedProcessFunction) and not replay_only:
         raise CertifyError(f"{label!r}: give its input: --records (a Hypothesis strategy of records), --key and "
                            "--timestamp, or define records(), key(record) and timestamp(record) in its module")
     try:

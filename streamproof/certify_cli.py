@@ -107,7 +107,8 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
         if replay_file is None:
             outputs.prepare(out)
             cert.check_out(out)  # before any work: a bad --out is one line, not a tree made somewhere
-        subject = cert.load(operator, args, records, key, timestamp, span, stream, layout, late)
+        subject = cert.load(operator, args, records, key, timestamp, span, stream, layout, late,
+                            replay_only=replay_file is not None)
         if replay_file is not None:
             verdicts = cert.replay(subject, replay_file)
             for v in verdicts:

@@ -132,3 +132,32 @@ def test_the_certificate_page_renders_its_markdown_and_highlights_failures(tmp_p
     assert raw_markdown(held) == [] and not highlighted(held) and '<p class="banner ok">certified</p>' in held
     unexercised = _certificate("not exercised", "no scenario had a late record").html()
     assert '<p class="banner warn">not exercised</p>' in unexercised and '<tr class="warn">' in unexercised
+
+
+def test_the_replay_command_of_an_operator_certified_with_objects_needs_no_input(tmp_path, monkeypatch):
+    """An operator certified with its records as a strategy (the pytest fixture, streamproof.certify)
+    prints `streamproof certify module:Class --replay FILE`: the file has the records, so the
+    command must not ask for --records."""
+    (tmp_path / "attribute_ops.py").write_text(
+        "from streamproof.flink.datastream import KeyedProcessFunction\n"
+        "class Counts(KeyedProcessFunction):\n"
+        "    seen = 0\n"
+        "    def process_element(self, value, ctx):\n"
+        "        ctx.timer_service().register_event_time_timer(ctx.timestamp())\n"
+        "    def on_timer(self, timestamp, ctx):\n"
+        "        self.seen += 1\n"
+        "        yield ctx.get_current_key(), self.seen\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from hypothesis import strategies as st
+
+    import attribute_ops
+    import streamproof
+
+    certificate = streamproof.certify(attribute_ops.Counts, 15, records=st.tuples(st.sampled_from("ab"), st.integers(0, 50)),
+                                      key=lambda r: r[0], timestamp=lambda r: r[1], out=str(tmp_path / "out"))
+    assert not certificate.holds
+    failed = next(r["property"] for r in certificate.results if r["verdict"] == "failed")
+    counterexample = tmp_path / "out" / f"{failed}.json"
+    result = run("attribute_ops:Counts", "--replay", str(counterexample))
+    assert result.exit_code == 1, result.output
+    assert f"{failed}: FAILED" in result.output and "give its input" not in result.output
