@@ -252,3 +252,44 @@ def test_the_cli_in_the_users_project(venv, project):
     assert replayed.returncode == 0 and "verdict: held" in replayed.stdout, replayed.stdout + replayed.stderr
     bad = sh([cli, "certify", "model:Nothing"], project)  # the user's model package, no such class
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "model" in bad.stderr, bad.stderr
+
+
+def test_profile_seed_marker_harness_and_out_folder_from_the_wheel(venv, project, tmp_path):
+    """`pytest --hypothesis-profile=dev --hypothesis-seed=3 --streamproof-out=DIR` in a user's
+    project: the profile sets the examples, the seed reaches the certificate, a marker wins over
+    both, the certificates land in DIR, and the harness fixture runs the project's operator."""
+    (tmp_path / "test_conventions.py").write_text(textwrap.dedent('''
+        import json
+        import pytest
+        from alerts import IdleAlert
+
+
+        def test_examples_with_the_harness(streamproof_harness):
+            h = streamproof_harness(IdleAlert, key_selector=lambda r: r[0], timestamp=lambda r: r[1])
+            h.process_element(("u1", 0)).process_element(("u2", 5)).process_watermark(60_000)
+            h.assert_output([("u1", 60_000)])
+
+
+        def budget(out):
+            document = json.loads(next(out.rglob("certificate.json")).read_text())
+            return document["examples"], document["seed"]
+
+
+        def test_the_options(streamproof_certify, streamproof_out):
+            streamproof_certify("alerts:IdleAlert")
+            assert budget(streamproof_out) == (50, 3)
+
+
+        @pytest.mark.streamproof(examples=12, seed=9)
+        def test_the_marker(streamproof_certify, streamproof_out):
+            streamproof_certify("alerts:IdleAlert")
+            assert budget(streamproof_out) == (12, 9)
+    '''))
+    out = tmp_path / "artifacts"
+    proc = sh([venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tmp_path,
+               "--hypothesis-profile=dev", "--hypothesis-seed=3", f"--streamproof-out={out}", tmp_path],
+              cwd=project, PYTHONPATH=str(project))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "3 passed" in proc.stdout
+    assert sorted(p.parent.name for p in out.rglob("certificate.json")) == [
+        "test_conventions.py__test_the_marker", "test_conventions.py__test_the_options"]
