@@ -170,6 +170,8 @@ def test_bad_input_is_one_line():
         harness().restore({"state": 1})
     with pytest.raises(HarnessError, match="timestamp is an int"):
         harness().process_element(("a", "late"))
+    with pytest.raises(HarnessError, match="the timestamp assigner raised IndexError"):
+        testing.for_keyed_process_function(CountUntilTimer, key=lambda r: r[0], timestamp=lambda r: r[5]).process_element(("a",))
     with pytest.raises(HarnessError, match="is a ProcessFunction"):
         testing.for_keyed_process_function(Doubler, key=len)
     with pytest.raises(HarnessError, match="not a ProcessFunction .a KeyedProcessFunction"):
@@ -215,6 +217,18 @@ def test_each_restore_gets_a_fresh_copy_of_the_instance():
     h.restore(h.snapshot())
     h.process_element(3)
     assert h.output() == [1]  # a fresh instance counts from zero again
+
+
+def test_a_timestamp_assigner_object_gives_the_event_time():
+    from streamproof.flink.common.watermark_strategy import TimestampAssigner
+
+    class Second(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value[1]
+
+    h = testing.for_keyed_process_function(CountUntilTimer, key=lambda r: r[0], timestamp=Second())
+    h.process_element(("a", 4))
+    assert h.pending_timers() == [Timer(14, "a", "event")]
 
 
 def test_impl_style_functions_run_too():

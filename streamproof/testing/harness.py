@@ -77,9 +77,31 @@ def _checked_timestamp(timestamp: Any) -> int | None:
 
 
 class _Output:
-    """Reading what the operator emitted (``log``: the task's output log format)."""
+    """Reading what the operator emitted (``log``: the task's output log format), and what every
+    harness does with its input."""
 
     log: list
+    _timestamp: Callable[[Any], int | None] | None
+
+    def _event_time(self, value: Any, timestamp: int | None) -> int | None:
+        """The record's timestamp: the one given, else the harness's timestamp function's."""
+        if timestamp is None and self._timestamp is not None:
+            try:
+                timestamp = self._timestamp(value)
+            except Exception as e:  # noqa: BLE001 - the user's assigner: one line
+                raise HarnessError(f"the timestamp assigner raised {type(e).__name__}: {e} on {value!r}") from None
+        return _checked_timestamp(timestamp)
+
+    def process_element(self, value: Any, timestamp: int | None = None):
+        raise NotImplementedError
+
+    def process_elements(self, values, timestamps=None):
+        """Several records in order (``timestamps``: one per record, or the timestamp function)."""
+        values = list(values)
+        timestamps = None if timestamps is None else list(timestamps)
+        for i, value in enumerate(values):
+            self.process_element(value, None if timestamps is None else timestamps[i])
+        return self
 
     def get_output(self) -> list:
         """Records (:class:`Record`) and watermarks (:class:`Watermark`) in the order emitted
@@ -243,21 +265,9 @@ class KeyedOperatorHarness(_Output):
         self.open()
         self._check_running()
         self._check_input_may_run("a record")
-        if timestamp is None and self._timestamp is not None:
-            try:
-                timestamp = self._timestamp(value)
-            except Exception as e:  # noqa: BLE001
-                raise HarnessError(f"the timestamp assigner raised {type(e).__name__}: {e} on {value!r}") from None
-        record = StreamRecord(self._key_of(value), value, _checked_timestamp(timestamp))
+        record = StreamRecord(self._key_of(value), value, self._event_time(value, timestamp))
         self.task._process_record(record)
         self._settle()
-        return self
-
-    def process_elements(self, values, timestamps=None) -> "KeyedOperatorHarness":
-        """Several records in order (``timestamps``: one per record, or the timestamp function)."""
-        values = list(values)
-        for i, value in enumerate(values):
-            self.process_element(value, None if timestamps is None else list(timestamps)[i])
         return self
 
     def process_watermark(self, timestamp: int, *, stop_after: int | None = None) -> "KeyedOperatorHarness":
@@ -505,20 +515,9 @@ class ProcessFunctionHarness(_Output):
         self.open()
         if self.ended:
             raise HarnessError("the input has ended (end_input() was called): restore() a snapshot to go on")
-        if timestamp is None and self._timestamp is not None:
-            try:
-                timestamp = self._timestamp(value)
-            except Exception as e:  # noqa: BLE001
-                raise HarnessError(f"the timestamp assigner raised {type(e).__name__}: {e} on {value!r}") from None
-        timestamp = _checked_timestamp(timestamp)
+        timestamp = self._event_time(value, timestamp)
         for tag, result in self.function.process(value, timestamp, self.watermark, self._now):
             self.log.append(("record", result, timestamp, "element") if tag is None else ("side", result, timestamp, tag))
-        return self
-
-    def process_elements(self, values, timestamps=None) -> "ProcessFunctionHarness":
-        values = list(values)
-        for i, value in enumerate(values):
-            self.process_element(value, None if timestamps is None else list(timestamps)[i])
         return self
 
     def process_watermark(self, timestamp: int) -> "ProcessFunctionHarness":
