@@ -359,17 +359,15 @@ class HiddenTtl(KeyedProcessFunction):
         pass
 
 
-def test_state_ttl_is_refused_statically_and_where_used():
+def test_state_ttl_is_supported_statically_and_where_used():
+    """Issue 29: TTL is run (tests/test_state_ttl.py has the semantics), no longer refused."""
     config = StateTtlConfig.new_builder(Time.seconds(1)).set_update_type(
         StateTtlConfig.UpdateType.OnReadAndWrite).build()
     assert config.get_ttl() == Time.seconds(1) and config.is_enabled()
-    assert refusal_reason(WithTtl) == "state TTL is not modelled (WithTtl calls enable_time_to_live)"
-    with pytest.raises(UnsupportedFeature, match="state TTL is not modelled"):
-        adapt(WithTtl())
-    assert refusal_reason(HiddenTtl) is None
-    with pytest.raises(UnsupportedFeature) as info:
-        make(HiddenTtl())
-    assert str(info.value) == "state TTL is not modelled (descriptor 'hidden')"
+    assert refusal_reason(WithTtl) is None and refusal_reason(HiddenTtl) is None
+    for function in (WithTtl(), HiddenTtl()):
+        op, _, _ = make(function)
+        assert type(op.function.function.x).__name__ == "TtlValueState"
 
 
 class Mapper(MapFunction):

@@ -1,6 +1,6 @@
 """The corpus of real PyFlink jobs (examples/jobs/real/): each job, certified from its file as
 published, gives the verdicts examples/jobs/real/corpus.json asserts (written down first in
-verdicts_written_first.json; the two disagreements are jobs refused by name as bad input). The
+verdicts_written_first.json; the disagreement is a job refused by name as bad input). The
 job's capture does not depend on whether genuine pyflink can be imported."""
 
 from __future__ import annotations

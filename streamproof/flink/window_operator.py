@@ -27,6 +27,7 @@ from streamproof.flink.datastream.functions import KeyedStateStore, ProcessWindo
 from streamproof.flink.datastream.window import (
     MAX_LONG_VALUE, MergingWindowAssigner, Trigger, WindowAssigner, assigner_from_spec,
 )
+from streamproof.flink.errors import UnsupportedFeature
 from streamproof.flink.pipeline import CaptureError, WindowSpec
 from streamproof.impl import operators as impl
 
@@ -202,7 +203,11 @@ class _TriggerContext(Trigger.OnMergeContext):
                 return list(a) + list(b)
         else:
             raise Exception("The given state descriptor does not refer to a mergeable state (MergingState)")
-        self.get_partitioned_state(state_descriptor)  # checks the descriptor (kind, TTL) as a state access
+        ttl = getattr(state_descriptor, "_ttl_config", None)
+        if ttl is not None and ttl.is_enabled():
+            raise UnsupportedFeature(f"state TTL on merged window state is not modelled "
+                                     f"(descriptor '{state_descriptor.name}')")
+        self.get_partitioned_state(state_descriptor)  # checks the descriptor (kind) as a state access
         backend, name = self._operator._scoped_backend, state_descriptor.name
         merged = None
         for source in self.merged_windows:
@@ -351,7 +356,10 @@ class WindowOperator(impl.KeyedProcessFunction):
         self._merging_state = impl.ValueState(backend, impl.ValueStateDescriptor(MERGING))
         self._global_ctx = _RuntimeContext(self, ctx)
         self._scoped_backend = _ScopedBackend(backend)
-        self._scoped_ctx = _RuntimeContext(self, SimpleNamespace(_backend=self._scoped_backend))
+        # window-scoped state (window_state(), triggers' partitioned state) may enable TTL, as in
+        # PyFlink: its clock is the operator's processing time (streamproof/flink/state_ttl.py)
+        self._scoped_ctx = _RuntimeContext(self, SimpleNamespace(
+            _backend=self._scoped_backend, processing_time_service=getattr(ctx, "processing_time_service", None)))
         self._trigger_ctx = _TriggerContext(self)
         self._process_ctx = _ProcessContext(self, self.merging)
         self._assigner_ctx = _AssignerContext(self)

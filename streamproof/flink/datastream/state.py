@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
-from streamproof.flink.common.time import Time
+from streamproof.flink.common.time import Duration, Time
 from streamproof.flink.common.typeinfo import TypeInformation, Types
 from streamproof.flink.datastream._base import AggregateFunction, ReduceFunction, ReduceFunctionWrapper
 
@@ -157,8 +157,8 @@ class StateDescriptor(ABC):
         return self.name
 
     def enable_time_to_live(self, ttl_config: "StateTtlConfig"):
-        """Accepted (as PyFlink), but state TTL is not modelled: the state handle refuses it with
-        :class:`streamproof.flink.UnsupportedFeature` when the operator asks for it."""
+        """Configures state time-to-live (TTL): the state's values expire ``ttl`` after their last
+        access (:mod:`streamproof.flink.state_ttl` has the semantics, docs/flink-api.md "State TTL")."""
         self._ttl_config = ttl_config
 
 
@@ -205,19 +205,23 @@ class AggregatingStateDescriptor(StateDescriptor):
 
 
 class StateTtlConfig:
-    """State time-to-live configuration (PyFlink's builder API). Constructible, but a descriptor
-    that enables it is refused (TTL is not modelled)."""
+    """State time-to-live configuration (PyFlink's builder API): the semantics are those of Flink's
+    TTL state decorators, run by :mod:`streamproof.flink.state_ttl`."""
 
     class UpdateType(Enum):
+        """When the last-access timestamp is set: ``Disabled`` (no TTL), ``OnCreateAndWrite``
+        (default), ``OnReadAndWrite`` (reads too)."""
         Disabled = 0
         OnCreateAndWrite = 1
         OnReadAndWrite = 2
 
     class StateVisibility(Enum):
+        """Whether an expired value not yet cleaned up may be read."""
         ReturnExpiredIfNotCleanedUp = 0
         NeverReturnExpired = 1
 
     class TtlTimeCharacteristic(Enum):
+        """The time scale of TTL: processing time only (Flink has no event-time TTL)."""
         ProcessingTime = 0
 
     def __init__(self, update_type, state_visibility, ttl_time_characteristic, ttl: Time, cleanup_strategies):
@@ -244,9 +248,9 @@ class StateTtlConfig:
         return self._ttl_time_characteristic
 
     def is_enabled(self) -> bool:
-        return self._update_type is not StateTtlConfig.UpdateType.Disabled
+        return self._update_type.value != StateTtlConfig.UpdateType.Disabled.value
 
-    def get_cleanup_strategies(self):
+    def get_cleanup_strategies(self) -> "StateTtlConfig.CleanupStrategies":
         return self._cleanup_strategies
 
     def __repr__(self):
@@ -260,7 +264,7 @@ class StateTtlConfig:
             self._state_visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
             self._ttl_time_characteristic = StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
             self._is_cleanup_in_background = True
-            self._strategies = {}
+            self._strategies: Dict = {}
 
         def set_update_type(self, update_type) -> "StateTtlConfig.Builder":
             self._update_type = update_type
@@ -290,16 +294,27 @@ class StateTtlConfig:
             return self.set_ttl_time_characteristic(StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
 
         def cleanup_full_snapshot(self) -> "StateTtlConfig.Builder":
-            self._strategies["FULL_STATE_SCAN_SNAPSHOT"] = None
+            """Expired state is left out of full snapshots (checkpoints and savepoints)."""
+            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT] = \
+                StateTtlConfig.CleanupStrategies.EMPTY_STRATEGY
             return self
 
         def cleanup_incrementally(self, cleanup_size: int, run_cleanup_for_every_record) -> "StateTtlConfig.Builder":
-            self._strategies["INCREMENTAL_CLEANUP"] = (cleanup_size, run_cleanup_for_every_record)
+            """Flink's heap backend checks ``cleanup_size`` entries per state access (and per
+            record) and removes expired ones; accepted, invisible to the function here (expired
+            values are removed when read; docs/decisions.md "State TTL")."""
+            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP] = \
+                StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(cleanup_size, run_cleanup_for_every_record)
             return self
 
         def cleanup_in_rocksdb_compact_filter(self, query_time_after_num_entries,
                                               periodic_compaction_time=None) -> "StateTtlConfig.Builder":
-            self._strategies["ROCKSDB_COMPACTION_FILTER"] = (query_time_after_num_entries, periodic_compaction_time)
+            """RocksDB's compaction filter drops expired entries; accepted, invisible to the
+            function here (as :meth:`cleanup_incrementally`)."""
+            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER] = \
+                StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(
+                    query_time_after_num_entries,
+                    periodic_compaction_time if periodic_compaction_time else Duration.of_days(30))
             return self
 
         def disable_cleanup_in_background(self) -> "StateTtlConfig.Builder":
@@ -316,6 +331,44 @@ class StateTtlConfig:
                                                                               self._is_cleanup_in_background))
 
     class CleanupStrategies:
+        """When expired state is cleaned up besides reads (PyFlink's names)."""
+
+        class Strategies(Enum):
+            FULL_STATE_SCAN_SNAPSHOT = 0
+            INCREMENTAL_CLEANUP = 1
+            ROCKSDB_COMPACTION_FILTER = 2
+
+        class CleanupStrategy(ABC):
+            pass
+
+        class EmptyCleanupStrategy(CleanupStrategy):
+            pass
+
+        class IncrementalCleanupStrategy(CleanupStrategy):
+            def __init__(self, cleanup_size: int, run_cleanup_for_every_record: bool):
+                self._cleanup_size = cleanup_size
+                self._run_cleanup_for_every_record = run_cleanup_for_every_record
+
+            def get_cleanup_size(self) -> int:
+                return self._cleanup_size
+
+            def run_cleanup_for_every_record(self) -> bool:
+                return self._run_cleanup_for_every_record
+
+        class RocksdbCompactFilterCleanupStrategy(CleanupStrategy):
+            def __init__(self, query_time_after_num_entries: int, periodic_compaction_time=None):
+                self._query_time_after_num_entries = query_time_after_num_entries
+                self._periodic_compaction_time = periodic_compaction_time if periodic_compaction_time \
+                    else Duration.of_days(30)
+
+            def get_query_time_after_num_entries(self) -> int:
+                return self._query_time_after_num_entries
+
+            def get_periodic_compaction_time(self) -> Duration:
+                return self._periodic_compaction_time
+
+        EMPTY_STRATEGY = EmptyCleanupStrategy()
+
         def __init__(self, strategies: Dict, is_cleanup_in_background: bool):
             self._strategies = strategies
             self._is_cleanup_in_background = is_cleanup_in_background
@@ -324,4 +377,14 @@ class StateTtlConfig:
             return self._is_cleanup_in_background
 
         def in_full_snapshot(self) -> bool:
-            return "FULL_STATE_SCAN_SNAPSHOT" in self._strategies
+            return StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT in self._strategies
+
+        def get_incremental_cleanup_strategy(self):
+            default = StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(5, False) \
+                if self._is_cleanup_in_background else None
+            return self._strategies.get(StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP, default)
+
+        def get_rocksdb_compact_filter_cleanup_strategy(self):
+            default = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(1000) \
+                if self._is_cleanup_in_background else None
+            return self._strategies.get(StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER, default)
