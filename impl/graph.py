@@ -54,6 +54,15 @@ class Edge:
     # key of each record (``key_by``); None: records keep the key they carry
     key_selector: str | None = None
     tag: str | None = None  # only the source's side output of this tag (``get_side_output``)
+    input: int = 1  # which input of a two-input target (``connect``): its records arrive as SecondInput
+
+
+@dataclass(frozen=True)
+class SecondInput:
+    """A record value on a two-input operator's second input (``process_element2``, ``map2``...):
+    the edge marks it as it is written, so channel state, lineage and history keep the input."""
+
+    value: object
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from streamproof.impl.chain import (
     ChainTask, KeyedOperator, KeylessRecordError, ProcessOperator, SinkCommitter, SinkOperator, SinkWriter,
     StatelessOperator, WATERMARK_MODES,
 )
-from streamproof.impl.graph import JobGraph
+from streamproof.impl.graph import JobGraph, SecondInput
 from streamproof.impl.job import (
     CheckpointCoordinator, CompletedCheckpoint, MailboxTimers, PeriodicWatermark, SourceTask, interrupt_check,
 )
@@ -249,8 +249,11 @@ class GraphJob:
         for edge in edges if edges is not None else self.graph.outputs(operator):
             if edge.key_selector is not None and isinstance(element, StreamRecord):
                 element = StreamRecord(self.key_of(edge, element.value), element.value, element.timestamp)
-            for task in self._targets(edge, sender, element):
-                task.receive(task.channel_index[(operator, sender)], element)
+            sent = element
+            if edge.input == 2 and isinstance(element, StreamRecord) and type(element.value) is not SecondInput:
+                sent = StreamRecord(element.key, SecondInput(element.value), element.timestamp)
+            for task in self._targets(edge, sender, sent):
+                task.receive(task.channel_index[(operator, sender)], sent)
 
     def key_of(self, edge, value: Any) -> Any:
         """The key ``edge``'s key selector gives ``value`` (a tuple, float or bool key is routed

@@ -215,6 +215,16 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 keyed.append(name)
                 windows.append(name)
                 target = name
+            elif node.two_inputs:
+                co_kind = {pl.PROCESS: "process", pl.MAP: "map", pl.FLAT_MAP: "flat_map"}[node.kind]
+                if node.key_selector is not None:
+                    functions[name] = jf.keyed_co_factory(co_kind, node.function)
+                    operators.append(OperatorNode(name, "keyed_process", p, name, chaining, route_side_outputs=True))
+                    keyed.append(name)
+                else:
+                    functions[name] = (lambda k, f, n: lambda: jf.NonKeyedCo(k, f, n))(co_kind, node.function, name)
+                    operators.append(OperatorNode(name, "process", p, name, chaining, route_side_outputs=True))
+                target = name
             elif node.key_selector is not None:
                 if node.kind not in jf.KEYED_KINDS:
                     raise _fail(node, f"{node.kind} on a keyed stream is not supported")
@@ -245,20 +255,22 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
             edges.append(Edge(name, typed_name, "forward"))
             main_output[node.id] = typed_name
         seen: set[tuple[str, str | None]] = set()
-        for input_id in node.inputs:
+        for position, input_id in enumerate(node.inputs):
+            which = position + 1 if node.two_inputs else 1  # the input of a connect-ed operator
+            key_selector = node.key_selector2 if which == 2 else node.key_selector
             for up_id, tag in resolve(input_id):
                 up = names[up_id] if tag is not None else main_output.get(up_id, names[up_id])
                 if (up, tag) in seen:
-                    raise _fail(node, f"it reads {up} twice (a union of a stream with itself)")
+                    raise _fail(node, f"it reads {up} twice (a union or connect of a stream with itself)")
                 seen.add((up, tag))
-                if node.key_selector is not None:
-                    selector = f"key:{name}"
-                    functions[selector] = _selector(node.key_selector)
-                    edges.append(Edge(up, target, "keyed", key_selector=selector, tag=tag))
+                if key_selector is not None:
+                    selector = f"key:{name}" if which == 1 else f"key2:{name}"
+                    functions[selector] = _selector(key_selector)
+                    edges.append(Edge(up, target, "keyed", key_selector=selector, tag=tag, input=which))
                 else:
                     same = parallelism_of[up_id] == p and (pipeline.node(up_id).kind != pl.SOURCE or
                                                            names[up_id] in spread)
-                    edges.append(Edge(up, target, "forward" if same else "rebalance", tag=tag))
+                    edges.append(Edge(up, target, "forward" if same else "rebalance", tag=tag, input=which))
     if not sinks:
         raise JobGraphError(f"{pipeline.file}: the job has no sink (print, add_sink or sink_to)")
     try:

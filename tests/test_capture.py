@@ -323,7 +323,7 @@ REFUSED = [
     ("ds.partition_custom(lambda k, n: 0, lambda v: v[0]).print()", "DataStream.partition_custom"),
     ("ds.rebalance().print()", "DataStream.rebalance"),
     ("ds.shuffle().print()", "DataStream.shuffle"),
-    ("ds.connect(other).map(None)", "DataStream.connect"),
+    ("ds.connect(other.broadcast(None)).process(None)", "DataStream.broadcast"),
     ("ds.window_all(TumblingEventTimeWindows.of(Time.seconds(1)))", "DataStream.window_all"),
     ("ds.key_by(lambda v: v[0]).window(TumblingProcessingTimeWindows.of(Time.seconds(1))).reduce(min)",
      "processing-time"),

@@ -146,9 +146,9 @@ BAD_JOBS = {
         from pyflink.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()
         a = env.from_collection([1, 2])
-        a.connect(env.from_collection([3])).map(lambda x: x).print()
+        a.shuffle().print()
         env.execute()
-        """, "job.py:5: DataStream.connect is not supported"),
+        """, "job.py:5: DataStream.shuffle is not supported"),
     "fails while built": ("""
         from pyflink.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()

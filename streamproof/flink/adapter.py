@@ -27,6 +27,7 @@ from streamproof.flink.datastream.output_tag import OutputTag
 from streamproof.flink.datastream.time_domain import TimeDomain
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.flink.metrics import MetricGroup
+from streamproof.flink.state_ttl import TtlConfig, ttl_state
 from streamproof.impl import operators as impl
 
 __all__ = ["PyFlinkFunctionAdapter", "adapt", "adapt_class", "refusal_reason", "is_pyflink_style"]
@@ -108,7 +109,6 @@ _OTHER_KINDS = [
 
 # calls that cannot be run faithfully, found in the operator's source (comments do not count)
 _REFUSED_CALLS = {
-    "enable_time_to_live": "state TTL is not modelled",
     "get_broadcast_state": "broadcast state is not supported",
 }
 
@@ -127,6 +127,16 @@ def _refused_calls(cls: type) -> str | None:
                     and node.func.attr in _REFUSED_CALLS:
                 return f"{_REFUSED_CALLS[node.func.attr]} ({klass.__name__} calls {node.func.attr})"
     return None
+
+
+def refused_calls(cls: type) -> str | None:
+    """One line naming a call in ``cls``'s source streamproof cannot run faithfully, or None."""
+    return _refused_calls(cls)
+
+
+def is_keyed_co_process_function(cls: type) -> bool:
+    """A PyFlink-style ``KeyedCoProcessFunction`` class (ours or apache-flink's)."""
+    return isinstance(cls, type) and _is(cls, fn.KeyedCoProcessFunction)
 
 
 def refusal_reason(cls: type) -> str | None:
@@ -223,17 +233,35 @@ class _RuntimeContext(fn.RuntimeContext):
         if kind != expected:
             raise TypeError(f"get_{expected[:-len('StateDescriptor')].lower()}_state needs a {expected}, "
                             f"got a {kind} ('{name}')")
-        ttl = getattr(descriptor, "_ttl_config", None)
-        if ttl is not None and (not hasattr(ttl, "is_enabled") or ttl.is_enabled()):
-            raise UnsupportedFeature(f"state TTL is not modelled (descriptor '{name}')")
         known = self._states.get(name)
         if known is not None:
             if known[0] != kind:
                 raise ValueError(f"The state name '{name}' is already in use and not a {kind[:-len('Descriptor')]}.")
             return known[1]
-        handle = make(self._impl._backend, descriptor, f"{self._adapter.user_class_name} state '{name}'")
+        where = f"{self._adapter.user_class_name} state '{name}'"
+        ttl = getattr(descriptor, "_ttl_config", None)
+        if ttl is not None:  # state TTL (streamproof/flink/state_ttl.py)
+            config = TtlConfig.of(ttl, where)
+            if config is not None:
+                handle = ttl_state(self._impl._backend, descriptor, kind, where, config, self._ttl_clock(where),
+                                   _copy)
+                self._states[name] = (kind, handle)
+                return handle
+        handle = make(self._impl._backend, descriptor, where)
         self._states[name] = (kind, handle)
         return handle
+
+    def _ttl_clock(self, where: str):
+        """State TTL's clock: the operator's processing time (the clock itself: a TRIGGER flush's
+        ``current_processing_time()`` reading MAX is the timer service's, not the clock's)."""
+        service = getattr(self._impl, "processing_time_service", None)
+        clock = getattr(service, "processing_time_service", service)
+        if clock is None:
+            raise UnsupportedFeature(f"{where}: state TTL needs the operator's processing time, which this "
+                                     "context does not have")
+        if hasattr(clock, "get_current_processing_time"):
+            return clock.get_current_processing_time
+        return clock.current_processing_time
 
     def get_state(self, state_descriptor):
         return self._state(state_descriptor, "ValueStateDescriptor", _ValueState)

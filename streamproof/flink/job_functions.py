@@ -17,6 +17,7 @@ from typing import Any, Callable
 import streamproof.flink.adapter as adapter
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.errors import UnsupportedFeature
+from streamproof.impl.graph import SecondInput
 from streamproof.impl.timers import MIN_WATERMARK
 
 KEYED_KINDS = ("map", "flat_map", "filter", "reduce", "process")
@@ -188,6 +189,43 @@ class NonKeyed:
         return out
 
 
+class NonKeyedCo(NonKeyed):
+    """A ``CoMapFunction``/``CoFlatMapFunction`` or ``CoProcessFunction`` on non-keyed connected
+    streams: a record of the second input (a :class:`~streamproof.impl.graph.SecondInput`) goes to
+    ``map2``/``flat_map2``/``process_element2``, any other to the first input's method."""
+
+    def __init__(self, kind: str, function: Any, name: str):
+        super().__init__("process", function, name)
+        self.co_kind = kind
+
+    def process(self, value: Any, timestamp: int, watermark: int, now: int) -> list:
+        second = type(value) is SecondInput
+        if second:
+            value = value.value
+        if self.co_kind != "process":
+            return [(None, v) for v in co_values_of(self.co_kind, self.function, 2 if second else 1)(value)]
+        self.ts, self.watermark, self.now = timestamp, watermark, now
+        method = self.function.process_element2 if second else self.function.process_element1
+        out = []
+        for result in _results(method(value, self._ctx)):
+            if self.side_outputs and isinstance(result, tuple) and result and adapter._is_output_tag(result[0]):
+                out.append((result[0].tag_id, result[1]))
+            else:
+                out.append((None, result))
+        return out
+
+
+def co_values_of(kind: str, function: Any, which: int) -> Callable[[Any], list]:
+    """``value -> outputs`` of a ``CoMapFunction`` (``map1``/``map2``) or ``CoFlatMapFunction``."""
+    method = getattr(function, f"{kind}{which}", None)
+    if method is None:
+        raise UnsupportedFeature(f"{type(function).__name__} has no {kind}{which}(): connected streams need a "
+                                 f"Co{'Map' if kind == 'map' else 'FlatMap'}Function")
+    if kind == "map":
+        return lambda value: [method(value)]
+    return lambda value: _results(method(value))
+
+
 # -- keyed ------------------------------------------------------------------------------------------
 _REDUCE_STATE_NAMES = itertools.count()
 
@@ -223,6 +261,54 @@ class KeyedFunction(fn.KeyedProcessFunction):
             self._state.update(current)
             return [current]
         return values_of(self.kind, self.function)(value)
+
+
+class KeyedCoFunction(fn.KeyedProcessFunction):
+    """A function of keyed connected streams (``KeyedCoProcessFunction``, or a ``CoMapFunction`` /
+    ``CoFlatMapFunction`` whose rich function may use keyed state) as one keyed function: one
+    timer service and one keyed state for both inputs, as Flink's ``KeyedCoProcessOperator``; a
+    second-input record (:class:`~streamproof.impl.graph.SecondInput`) goes to the second method."""
+
+    def __init__(self, kind: str, function: Any):
+        self.kind, self.function = kind, function
+
+    def open(self, runtime_context) -> None:
+        if hasattr(self.function, "open"):
+            self.function.open(runtime_context)
+
+    def close(self) -> None:
+        if hasattr(self.function, "close"):
+            self.function.close()
+
+    def process_element(self, value, ctx):
+        second = type(value) is SecondInput
+        if second:
+            value = value.value
+        if self.kind == "process":
+            method = self.function.process_element2 if second else self.function.process_element1
+            return method(value, ctx)
+        return co_values_of(self.kind, self.function, 2 if second else 1)(value)
+
+    def on_timer(self, timestamp, ctx):
+        on_timer = getattr(self.function, "on_timer", None)
+        return on_timer(timestamp, ctx) if on_timer is not None else None
+
+
+def keyed_co_factory(kind: str, function: Any) -> Callable[[], Any]:
+    """A factory of fresh impl keyed functions for a keyed two-input node."""
+    reason = adapter.refused_calls(type(function))
+    if reason:
+        raise UnsupportedFeature(reason)
+    if kind == "process" and not adapter.is_keyed_co_process_function(type(function)):
+        raise UnsupportedFeature(f"keyed connected streams' process needs a KeyedCoProcessFunction, got "
+                                 f"{type(function).__name__}")
+
+    def build() -> Any:
+        built = adapter.PyFlinkFunctionAdapter(KeyedCoFunction(kind, copy.deepcopy(function)))
+        built.user_class_name = type(function).__name__
+        built.interruptible_timers = True
+        return built
+    return build
 
 
 def reduce_with(function: Any, a: Any, b: Any) -> Any:

@@ -87,7 +87,9 @@ class Node:
     ``function``: the user's function object or callable (map/flat_map/filter/process/reduce).
     ``tag``: the ``OutputTag`` of a side_output node. ``chaining``: ``default``, ``disabled``
     (``disable_chaining()``) or ``new_chain`` (``start_new_chain()``). ``parallelism`` None: the
-    environment's. ``sink``: how it was written (``print``, ``add_sink(...)``, ``sink_to(...)``)."""
+    environment's. ``sink``: how it was written (``print``, ``add_sink(...)``, ``sink_to(...)``).
+    ``two_inputs``: a ``connect``-ed operator (``CoMapFunction``, ``CoFlatMapFunction``,
+    ``CoProcessFunction``, ``KeyedCoProcessFunction``) reading ``inputs[0]`` and ``inputs[1]``."""
 
     id: int
     kind: str
@@ -108,6 +110,10 @@ class Node:
     window: WindowSpec | None = None
     tag: Any = None
     sink: str = ""
+    # a two-input operator (``connect``): ``inputs`` are its first and second input; on keyed
+    # connected streams ``key_selector`` keys the first and ``key_selector2`` the second
+    two_inputs: bool = False
+    key_selector2: Any = None
 
     @property
     def label(self) -> str:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import streamproof.flink.pipeline as P
 from streamproof.flink.capture import describe, is_opaque, job_line, refuse, with_line
-from streamproof.flink.datastream.functions import KeyedProcessFunction, ProcessFunction
+from streamproof.flink.datastream.functions import (
+    CoProcessFunction, KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction,
+)
 from streamproof.flink.pipeline import CaptureError, WindowSpec
 
 __all__ = ["DataStream", "KeyedStream", "WindowedStream", "AllWindowedStream", "ConnectedStreams",
            "BroadcastStream", "BroadcastConnectedStream", "DataStreamSink", "BuiltinAggregation", "AsyncDataStream"]
 
 _PARTITIONING = "explicit partitioning is not modelled"
-_TWO_INPUTS = "two-input operators (connect, CoProcessFunction, broadcast state) are not modelled"
+_BROADCAST = "broadcast state (broadcast, BroadcastProcessFunction) is not modelled"
 _ALL_WINDOWS = "non-keyed (all) windows are not modelled"
 
 
@@ -196,9 +198,15 @@ class DataStream(_NodeSettings):
         node = self._env._sp_add(P.SINK, **self._reads(), sink=description)
         return DataStreamSink(self._env, node.id)
 
+    def connect(self, ds) -> "ConnectedStreams":
+        """A two-input operator's inputs: this stream first, ``ds`` second."""
+        if type(ds).__name__ in ("BroadcastStream",) or not isinstance(ds, DataStream) or ds._env is not self._env:
+            if type(ds).__name__ == "BroadcastStream":
+                refuse(f"{self._sp_api}.connect(BroadcastStream)", _BROADCAST)
+            raise TypeError(f"connect: expected a DataStream of the same environment, got {describe(ds)}")
+        return ConnectedStreams(self, ds)
+
     # -- refused by name ----------------------------------------------------------------------
-    def connect(self, ds):
-        refuse(f"{self._sp_api}.connect", _TWO_INPUTS)
 
     def window_all(self, window_assigner):
         refuse(f"{self._sp_api}.window_all", _ALL_WINDOWS)
@@ -219,7 +227,7 @@ class DataStream(_NodeSettings):
         refuse(f"{self._sp_api}.forward", _PARTITIONING)
 
     def broadcast(self, *args, **kwargs):
-        refuse(f"{self._sp_api}.broadcast", _PARTITIONING + "; broadcast state is not modelled")
+        refuse(f"{self._sp_api}.broadcast", _PARTITIONING + "; " + _BROADCAST)
 
     def global_(self):
         refuse(f"{self._sp_api}.global", _PARTITIONING)
@@ -452,16 +460,62 @@ class AllWindowedStream(_RefusedType):
     _reason = _ALL_WINDOWS
 
 
-class ConnectedStreams(_RefusedType):
-    _reason = _TWO_INPUTS
+class ConnectedStreams(_Refusing):
+    """``stream1.connect(stream2)``: the two inputs of one operator (``map``/``flat_map`` with a
+    ``CoMapFunction``/``CoFlatMapFunction``, ``process`` with a ``CoProcessFunction``, or on keyed
+    connected streams a ``KeyedCoProcessFunction``; keyed when both inputs are keyed)."""
+
+    _sp_api = "ConnectedStreams"
+
+    def __init__(self, stream1: DataStream, stream2: DataStream):
+        self.stream1, self.stream2 = stream1, stream2
+        self._env = stream1._env
+
+    def _is_keyed_stream(self) -> bool:
+        return isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
+
+    def key_by(self, key_selector1, key_selector2, key_type=None) -> "ConnectedStreams":
+        """Keys both inputs (a key selector each; records of the same key meet in one subtask)."""
+        _check(key_selector1, "get_key", "KeySelector")
+        _check(key_selector2, "get_key", "KeySelector")
+        return ConnectedStreams(self.stream1.key_by(key_selector1, key_type), self.stream2.key_by(key_selector2, key_type))
+
+    def _then(self, kind: str, function, output_type) -> DataStream:
+        keyed = self._is_keyed_stream()
+        node = self._env._sp_add(kind, inputs=[self.stream1._node_id, self.stream2._node_id], function=function,
+                                 output_type=output_type, two_inputs=True,
+                                 key_selector=self.stream1._key_selector if keyed else None,
+                                 key_selector2=self.stream2._key_selector if keyed else None,
+                                 key_type=self.stream1._key_type if keyed else None)
+        return DataStream(self._env, node.id)
+
+    def map(self, func, output_type=None) -> DataStream:
+        _check(func, "map1", "CoMapFunction")
+        _check(func, "map2", "CoMapFunction")
+        return self._then(P.MAP, func, output_type)
+
+    def flat_map(self, func, output_type=None) -> DataStream:
+        _check(func, "flat_map1", "CoFlatMapFunction")
+        _check(func, "flat_map2", "CoFlatMapFunction")
+        return self._then(P.FLAT_MAP, func, output_type)
+
+    def process(self, func, output_type=None) -> DataStream:
+        if self._is_keyed_stream():
+            if isinstance(func, CoProcessFunction):
+                raise TypeError("KeyedCoProcessFunction is required for keyed ConnectedStreams")
+        elif isinstance(func, KeyedCoProcessFunction):
+            raise TypeError("CoProcessFunction is required for non-keyed ConnectedStreams")
+        _check(func, "process_element1", "CoProcessFunction")
+        _check(func, "process_element2", "CoProcessFunction")
+        return self._then(P.PROCESS, func, output_type)
 
 
 class BroadcastStream(_RefusedType):
-    _reason = _TWO_INPUTS
+    _reason = _BROADCAST
 
 
 class BroadcastConnectedStream(_RefusedType):
-    _reason = _TWO_INPUTS
+    _reason = _BROADCAST
 
 
 class AsyncDataStream:
