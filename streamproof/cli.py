@@ -32,6 +32,7 @@ from streamproof.cli_common import (
     EXIT_FAILED,
     EXIT_HELD,
     EXIT_INTERRUPTED,
+    settle_interrupt,
     NO_ARGS_HELP,
     deliver_ctrl_c_reliably,
     InputError,
@@ -80,6 +81,7 @@ class StreamproofGroup(click.Group):
         except KeyboardInterrupt:  # before a command's own handling (or in one without): still 130
             name = ctx.invoked_subcommand or ctx.info_name
             click.echo(f"streamproof: interrupted: {name} stopped; finished: nothing reported", err=True)
+            settle_interrupt()
             ctx.exit(EXIT_INTERRUPTED)
 
 

@@ -44,18 +44,30 @@ def deliver_ctrl_c_reliably() -> None:
     """Ctrl-C raises KeyboardInterrupt even when it lands in a gc callback: Hypothesis installs one,
     and Python only prints an exception raised there ("Exception ignored"), so the interrupt was
     lost and the run went on to its end (exit 0 or 1, not 130). There it is sent again 50 ms later."""
+    _SETTLED[0] = False  # a new command: its Ctrl-C counts
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
 
 
+_RESENDS: list[threading.Timer] = []  # Ctrl-C sent again later (it landed in a gc callback)
+_SETTLED = [False]  # the run reported its interruption: it exits 130, whatever Ctrl-C comes next
+
+
 def _on_sigint(signum, frame) -> None:
+    if _SETTLED[0]:
+        return
     inner = frame
     while inner is not None:
         if inner.f_code.co_name == "gc_callback":
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+            resend = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+            resend.daemon = True
+            _RESENDS.append(resend)
+            resend.start()
             return
         inner = inner.f_back
+    for resend in _RESENDS:  # this one is delivered: one Ctrl-C, one KeyboardInterrupt
+        resend.cancel()
     explore = sys.modules.get("streamproof.properties.explore")  # loaded where something explores
     if explore is not None:
         explore.note_interrupt()  # an exploration it lands in is interrupted, whatever Hypothesis makes of it
@@ -119,7 +131,17 @@ def interrupted(what: str, finished: str) -> NoReturn:
     """Ctrl-C: one line on stderr saying what was interrupted and what finished, exit 130 (what
     was printed or written before stays)."""
     click.echo(f"streamproof: interrupted: {one_line(what)}; {one_line(finished)}", err=True)
+    settle_interrupt()
     click.get_current_context().exit(EXIT_INTERRUPTED)
+
+
+def settle_interrupt() -> None:
+    """Once the run reports its interruption, the exit code is 130: a Ctrl-C still on its way (one
+    sent again after landing in a gc callback, or a second press) must not kill the process while
+    it exits (Python reports an interrupt during shutdown by dying of SIGINT, exit -2)."""
+    for resend in _RESENDS:
+        resend.cancel()
+    _SETTLED[0] = True
 
 
 class Status:

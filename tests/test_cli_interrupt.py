@@ -274,3 +274,27 @@ def test_an_interrupt_hypothesis_turns_into_an_assertion_error_is_still_an_inter
     prop_ok = Property("job.holds", "job", "holds", check=lambda s: Verdict("job.holds", True, [], None, None),
                        strategy=lambda: st.just(scenario))
     assert explore_mod.explore(prop_ok, 3, seed=0).holds  # no interrupt: a normal run
+
+
+def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_code():
+    """A Ctrl-C still on its way once the run reported its interruption (one sent again after it
+    landed in a gc callback, a second press) is ignored: before, it killed the exiting process
+    (exit -2 instead of 130, seen once under load in test_bugzoo_interrupted_exits_130)."""
+    import sys as _sys
+
+    from streamproof import cli_common
+
+    resend = threading.Timer(60, lambda: None)
+    cli_common._RESENDS.append(resend)
+    resend.start()
+    cli_common._SETTLED[0] = False
+    frame = _sys._getframe()
+    with pytest.raises(KeyboardInterrupt):
+        cli_common._on_sigint(signal.SIGINT, frame)
+    assert resend.finished.is_set()  # the pending resend was cancelled: one Ctrl-C, one interrupt
+    cli_common.settle_interrupt()
+    assert cli_common._on_sigint(signal.SIGINT, frame) is None  # reported: nothing more is raised
+    cli_common.deliver_ctrl_c_reliably()  # the next command's Ctrl-C counts again
+    with pytest.raises(KeyboardInterrupt):
+        cli_common._on_sigint(signal.SIGINT, frame)
+    cli_common._SETTLED[0] = False
