@@ -36,6 +36,16 @@ TIMEOUT = 300  # generous: only a hang reaches it
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a subprocess")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_ctrl_c_state(monkeypatch):
+    """Each test starts as a new command would: no interruption reported yet, no resend pending
+    (an in-process command earlier in this worker may have reported one)."""
+    from streamproof import cli_common
+
+    monkeypatch.setattr(cli_common, "_SETTLED", [False])
+    monkeypatch.setattr(cli_common, "_RESENDS", [])
+
+
 class Command:
     """A ``python -m streamproof`` subprocess whose stdout and stderr lines are read as they come."""
 
@@ -276,7 +286,7 @@ def test_an_interrupt_hypothesis_turns_into_an_assertion_error_is_still_an_inter
     assert explore_mod.explore(prop_ok, 3, seed=0).holds  # no interrupt: a normal run
 
 
-def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_code():
+def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_code(monkeypatch):
     """A Ctrl-C still on its way once the run reported its interruption (one sent again after it
     landed in a gc callback, a second press) is ignored: before, it killed the exiting process
     (exit -2 instead of 130, seen once under load in test_bugzoo_interrupted_exits_130)."""
@@ -287,7 +297,6 @@ def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_c
     resend = threading.Timer(60, lambda: None)
     cli_common._RESENDS.append(resend)
     resend.start()
-    cli_common._SETTLED[0] = False
     frame = _sys._getframe()
     with pytest.raises(KeyboardInterrupt):
         cli_common._on_sigint(signal.SIGINT, frame)
@@ -297,4 +306,3 @@ def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_c
     cli_common.deliver_ctrl_c_reliably()  # the next command's Ctrl-C counts again
     with pytest.raises(KeyboardInterrupt):
         cli_common._on_sigint(signal.SIGINT, frame)
-    cli_common._SETTLED[0] = False
