@@ -13,9 +13,11 @@ drain the operator's mail; then EndOfData leaves on every network output.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from streamproof.impl.graph import SecondInput
 from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.task import (
@@ -157,6 +159,46 @@ class ProcessOperator(ChainedOperator):
             self.function.close()
 
 
+class BroadcastStateStore:
+    """The broadcast state of one subtask of a broadcast-state operator: per descriptor name a map.
+    Operator state, not keyed state: each subtask keeps, snapshots and restores its own copy
+    (Flink's ``HeapBroadcastState`` in the ``DefaultOperatorStateBackend``, mode BROADCAST)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, dict] = {}
+
+    def snapshot(self) -> dict:
+        return copy.deepcopy(self.states)
+
+    def restore(self, states: dict) -> None:
+        self.states.clear()
+        self.states.update(copy.deepcopy(states))
+
+
+def broadcast_copy_for(copies: list[tuple[int, dict]], subtask: int) -> dict | None:
+    """The copy of broadcast state new ``subtask`` restores from ``copies`` ((old subtask, its copy)
+    of every old subtask): Flink's ``RoundRobinOperatorStateRepartitioner`` in BROADCAST mode gives new
+    subtask i old subtask ``i % old parallelism``'s copy (its own at the same or a lower
+    parallelism, round robin beyond the old parallelism); None without copies."""
+    if not copies:
+        return None
+    ordered = sorted(copies, key=lambda c: c[0])
+    return ordered[subtask % len(ordered)][1]
+
+
+class BroadcastProcessOperator(ProcessOperator):
+    """A non-keyed broadcast-state operator (Flink's ``CoBroadcastWithNonKeyedOperator``): a
+    :class:`ProcessOperator` whose function gets the subtask's :class:`BroadcastStateStore`
+    (``function.bind_broadcast_state(store)``) and tells the inputs apart (a broadcast-side record
+    is a :class:`~streamproof.impl.graph.SecondInput`); the store is snapshotted and restored."""
+
+    def __init__(self, name: str, chain_index: int, task: "ChainTask", function: Any):
+        super().__init__(name, chain_index, task, function)
+        self.broadcast_state = BroadcastStateStore()
+        if hasattr(function, "bind_broadcast_state"):
+            function.bind_broadcast_state(self.broadcast_state)
+
+
 class KeyedOperator(ChainedOperator):
     """A keyed process function with its own timer services and watermark processor."""
 
@@ -276,6 +318,36 @@ class KeyedOperator(ChainedOperator):
         self.emitted_before = emitted
         self.lag = self.lag + 1 if stuck else 0
         self.max_lag = max(self.max_lag, self.lag)
+
+
+class KeyedBroadcastOperator(KeyedOperator):
+    """A keyed broadcast-state operator (Flink's ``CoBroadcastWithKeyedOperator``): keyed state and
+    timers for the keyed input; a broadcast-side record (a :class:`~streamproof.impl.graph.SecondInput`,
+    without key) reaches the function without setting a key (the key context stays the last one
+    set, as in Flink). The subtask's :class:`BroadcastStateStore` is ``runtime_context.broadcast_state``
+    of the function's ``open``; it is snapshotted and restored with the task."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.broadcast_state = BroadcastStateStore()
+        self.operator.runtime_context.broadcast_state = self.broadcast_state
+        self._broadcast_side = False
+
+    def process_element(self, record: StreamRecord) -> None:
+        if type(record.value) is not SecondInput:
+            super().process_element(record)
+            return
+        self._broadcast_side = True
+        try:
+            self.operator.process_broadcast_element(record)
+        finally:
+            self._broadcast_side = False
+
+    def _emit_value(self, value: Any, timestamp: int | None) -> None:
+        if not self._broadcast_side:
+            super()._emit_value(value, timestamp)
+            return
+        self.emit(None, value, MIN_WATERMARK if timestamp is None else timestamp)  # no key: the broadcast side
 
 
 class SinkOperator(ChainedOperator):
@@ -505,6 +577,12 @@ class ChainTask(OperatorTask):
             else:
                 op.restore([snap.sink[op.name] for snap in snapshots if snap.sink.get(op.name) is not None
                             and snap.vertex_subtask % self.vertex_parallelism == self.vertex_subtask])
+            store = getattr(op, "broadcast_state", None)
+            if store is not None:  # operator state in BROADCAST mode (broadcast_copy_for)
+                chosen = broadcast_copy_for([(snap.vertex_subtask, snap.broadcast_state[op.name]) for snap in snapshots
+                                             if op.name in snap.broadcast_state], self.vertex_subtask)
+                if chosen is not None:
+                    store.restore(chosen)
         self._restore_history(snapshots)
         self.restored_timers = -1  # counted once open() brought the timer services back
 
@@ -551,7 +629,9 @@ class ChainTask(OperatorTask):
                             lineage=self.record_lineage(), vertex=self.name, vertex_subtask=self.vertex_subtask,
                             channels=self.channel_ids, watermark=self.valve.last_output,
                             history={kg: (entries, len(entries)) for kg, entries in self.history.items()},
-                            element_lineage=self.lineage())
+                            element_lineage=self.lineage(),
+                            broadcast_state={op.name: op.broadcast_state.snapshot() for op in self.operators
+                                             if getattr(op, "broadcast_state", None) is not None})
 
     def _forward_barrier(self, checkpoint_id: int, unaligned: bool) -> None:
         for output in self.network_outputs:

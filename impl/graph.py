@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 KINDS = ("source", "keyed_process", "process", "map", "filter", "flat_map", "sink", "sink_writer", "sink_committer")
 STATELESS = ("map", "filter", "flat_map")
 TERMINAL = ("sink", "sink_committer")
-# rebalance: round robin over the target's subtasks (Flink's default between different parallelisms)
-PARTITIONINGS = ("forward", "keyed", "rebalance")
+# rebalance: round robin over the target's subtasks (Flink's default between different parallelisms);
+# broadcast: every record to every subtask of the target (the broadcast input of a broadcast-state
+# operator, ``connect(broadcast_stream)``: always its second input)
+PARTITIONINGS = ("forward", "keyed", "rebalance", "broadcast")
 
 
 class GraphError(ValueError):
@@ -135,6 +137,11 @@ class JobGraph:
         return (edge.partitioning == "forward" and up.kind != "source" and len(self.inputs(down.name)) == 1
                 and up.parallelism == down.parallelism and up.chaining and down.chaining)
 
+    def has_broadcast_input(self, name: str) -> bool:
+        """Whether ``name`` is a broadcast-state operator (Flink's ``CoBroadcastWith(Non)KeyedOperator``):
+        a broadcast edge is its second input; its broadcast state is operator state of each subtask."""
+        return any(e.partitioning == "broadcast" for e in self.inputs(name))
+
     def network_inputs(self, chain: Chain) -> list[Edge]:
         """The edges entering a chain from other tasks (its head's inputs)."""
         return self.inputs(chain.head)
@@ -228,10 +235,19 @@ class JobGraph:
                 raise GraphError(f"edge {edge.source}->{edge.target}: a source has no input")
             if up.kind in TERMINAL:
                 raise GraphError(f"edge {edge.source}->{edge.target}: a {up.kind} has no output")
-            if down.kind == "keyed_process" and edge.partitioning != "keyed" and up.kind != "keyed_process":
+            if edge.partitioning == "broadcast" and (edge.input != 2 or down.kind not in ("keyed_process", "process")):
+                raise GraphError(f"edge {edge.source}->{edge.target}: a broadcast edge is the second input of a "
+                                 f"keyed_process or process operator (connect(broadcast_stream))")
+            if down.kind == "keyed_process" and edge.partitioning not in ("keyed", "broadcast") and \
+                    up.kind != "keyed_process":
                 raise GraphError(f"edge {edge.source}->{edge.target}: a keyed_process operator reads a keyed stream "
                                  f"(partitioning 'keyed', or forward from a keyed_process: "
                                  f"reinterpretAsKeyedStream)")
+            if edge.input not in (1, 2) or edge.input == 2 and (
+                    down.kind not in ("keyed_process", "process")
+                    or not any(e.input == 1 for e in self.edges if e.target == edge.target)):
+                raise GraphError(f"edge {edge.source}->{edge.target}: input {edge.input!r}: an edge is input 1, or "
+                                 f"input 2 of a keyed_process or process operator that also has an input 1 (connect)")
             if (down.kind == "sink_committer") != (up.kind == "sink_writer"):
                 raise GraphError(f"edge {edge.source}->{edge.target}: a sink_writer feeds exactly its sink_committer")
         if len({(e.source, e.target, e.tag) for e in self.edges}) != len(self.edges):
@@ -301,10 +317,12 @@ def graph_from_json(document: dict, sources: int) -> JobGraph:
         raise GraphError(f"graph: the sources' parallelisms add up to {total}, not params.sources ({sources})")
     edges = []
     for i, edge in enumerate(document.get("edges", [])):
-        if not isinstance(edge, dict) or set(edge) - {"from", "to", "partitioning"} or \
+        if not isinstance(edge, dict) or set(edge) - {"from", "to", "partitioning", "input"} or \
                 not isinstance(edge.get("from"), str) or not isinstance(edge.get("to"), str):
-            raise GraphError(f"graph.edges[{i}]: an object {{from, to, partitioning}}")
-        edges.append(Edge(edge["from"], edge["to"], edge.get("partitioning", "forward")))
+            raise GraphError(f"graph.edges[{i}]: an object {{from, to, partitioning, input}}")
+        if edge.get("input", 1) not in (1, 2) or isinstance(edge.get("input"), bool):
+            raise GraphError(f"graph.edges[{i}]: input is 1 or 2, got {edge.get('input')!r}")
+        edges.append(Edge(edge["from"], edge["to"], edge.get("partitioning", "forward"), input=edge.get("input", 1)))
     return JobGraph(operators, edges)
 
 
@@ -318,4 +336,5 @@ def graph_to_json(graph: JobGraph) -> dict:
                            **({"internal_sorter_supported": True} if op.internal_sorter_supported else {}),
                            **({"slot_sharing_group": op.slot_sharing_group} if op.slot_sharing_group != "default"
                               else {})} for op in graph.operators],
-            "edges": [{"from": e.source, "to": e.target, "partitioning": e.partitioning} for e in graph.edges]}
+            "edges": [{"from": e.source, "to": e.target, "partitioning": e.partitioning,
+                       **({"input": 2} if e.input == 2 else {})} for e in graph.edges]}

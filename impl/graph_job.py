@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamproof.impl.chain import (
-    ChainTask, KeyedOperator, KeylessRecordError, ProcessOperator, SinkCommitter, SinkOperator, SinkWriter,
-    StatelessOperator, WATERMARK_MODES,
+    BroadcastProcessOperator, ChainTask, KeyedBroadcastOperator, KeyedOperator, KeylessRecordError, ProcessOperator,
+    SinkCommitter, SinkOperator, SinkWriter, StatelessOperator, WATERMARK_MODES,
 )
 from streamproof.impl.graph import JobGraph, SecondInput
 from streamproof.impl.job import (
@@ -206,6 +206,7 @@ class GraphJob:
         self.output_logs: list[tuple[int, str, list]] = []  # (attempt, "operator[subtask]", output log)
         self.all_tasks: list[ChainTask] = []
         self.timer_delays: list[int] = []  # mailbox steps between a processing timer's mail and its run
+        self.second_input_records = 0  # metric: records written on the second input of a two-input operator
         self.timer_mail_waiting: dict = {}  # timer mail not run yet -> (task, its step count when put)
         self.trigger_log: list[tuple] = []  # (attempt, checkpoint id, step, triggered in the blocking phase)
         self.finish_log: list[tuple] = []  # (attempt, chain, subtask, step) when a task's input ended
@@ -229,6 +230,8 @@ class GraphJob:
         if edge.partitioning == "forward":
             return [self.task_of[(chain, sender)]]
         p = self.parallelism_of(edge.target)
+        if edge.partitioning == "broadcast":  # every record (and every other element) to every subtask
+            return [self.task_of[(chain, i)] for i in range(p)]
         if edge.partitioning == "rebalance" and isinstance(element, StreamRecord):
             sent = self.round_robin.get((edge, sender), 0)  # records this sender wrote on the edge
             self.round_robin[(edge, sender)] = sent + 1
@@ -252,6 +255,7 @@ class GraphJob:
             sent = element
             if edge.input == 2 and isinstance(element, StreamRecord) and type(element.value) is not SecondInput:
                 sent = StreamRecord(element.key, SecondInput(element.value), element.timestamp)
+                self.second_input_records += 1
             for task in self._targets(edge, sender, sent):
                 task.receive(task.channel_index[(operator, sender)], sent)
 
@@ -469,13 +473,16 @@ class GraphJob:
 
     def _operator(self, name: str, index: int, task: ChainTask):
         node, spec = self.graph.by_name[name], self.spec
+        broadcast = self.graph.has_broadcast_input(name)
         if node.kind == "keyed_process":
-            return KeyedOperator(name, index, task, spec.functions[node.function](), spec.max_parallelism,
-                                 node.parallelism, spec.watermark_mode)
+            keyed = KeyedBroadcastOperator if broadcast else KeyedOperator
+            return keyed(name, index, task, spec.functions[node.function](), spec.max_parallelism,
+                         node.parallelism, spec.watermark_mode)
         if node.kind in ("map", "filter", "flat_map"):
             return StatelessOperator(name, index, task, spec.functions[node.function])
         if node.kind == "process":
-            return ProcessOperator(name, index, task, spec.functions[node.function]())
+            return (BroadcastProcessOperator if broadcast else ProcessOperator)(name, index, task,
+                                                                               spec.functions[node.function]())
         if node.kind == "sink":
             return SinkOperator(name, index, task, self.external)
         if node.kind == "sink_writer":
@@ -536,6 +543,11 @@ class GraphJob:
             if not isinstance(element, StreamRecord):
                 continue
             edge = next(e for e in self.graph.inputs(chain.head) if e.source == sender)
+            if edge.partitioning == "broadcast":  # each subtask had its own copy: it stays with that subtask
+                if snapshot.vertex_subtask < chain.parallelism:
+                    task = self.task_of[(chain.name, snapshot.vertex_subtask)]
+                    task.receive(task.channel_index[(sender, u % self.parallelism_of(sender))], element)
+                continue
             if edge.partitioning == "forward" and self.graph.by_name[chain.head].kind == "keyed_process":
                 index = self._owner(element, chain.parallelism)  # a keyed stream read as such: by key group
                 task = self.task_of[(chain.name, index)]

@@ -695,6 +695,17 @@ class KeyedProcessOperator:
         self.context.time_domain = None
         self._guarded("process_element", self.function.process_element, record.value, self.context, self.output)
 
+    def process_broadcast_element(self, record: StreamRecord) -> None:
+        """A broadcast-side record of a keyed broadcast-state operator: the function's
+        ``process_element`` gets it (it tells the inputs apart) without a key being set (the key
+        context stays the last one set, as Flink's ``CoBroadcastWithKeyedOperator.processElement2``)."""
+        if self.finished:
+            raise RuntimeError("record after finish()")
+        self.context._timestamp = self.output.timestamp = record.timestamp
+        self.context.time_domain = None
+        self._guarded("process_broadcast_element", self.function.process_element, record.value, self.context,
+                      self.output)
+
     # -- Triggerable ------------------------------------------------------------------------
     def on_event_time(self, timer: InternalTimer) -> None:
         self._on_timer(timer, "event")

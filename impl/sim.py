@@ -206,6 +206,7 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
         "keyed_logs": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.name, op.log, op.input_ended_at)
                        for t, op in keyed],
         "chains": [c.name for c in job.graph.chains],
+        "second_input_records": job.second_input_records,
     }
     return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
                             job.events, interrupted_seen, applied, stalled, channel_state,

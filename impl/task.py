@@ -202,6 +202,9 @@ class TaskSnapshot:
     vertex: str | None = None
     vertex_subtask: int = 0
     channels: list | None = None
+    # per broadcast-state operator of the chain, this subtask's copy of its broadcast state
+    # ({descriptor name: {key: value}}): operator state in Flink's BROADCAST mode
+    broadcast_state: dict = field(default_factory=dict)
 
 
 @dataclass

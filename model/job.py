@@ -133,7 +133,20 @@ def _identity(records: list[tuple], limit: float) -> list[tuple]:
     return list(records)
 
 
-KEYED = {"eos_window_sum": _end_of_stream_sums, "eos_co_group": _end_of_stream_co_group, "keyed_identity": _identity, "tumbling_window_sum": _windows,
+class Second:
+    """A record value on a two-input operator's second input."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _co_windows(records: list[tuple], limit: float, size: int = 10) -> list[tuple]:
+    """Two inputs into one keyed window sum: a second-input value counts a hundredfold."""
+    return _windows([(key, 100 * number(v.value) if isinstance(v, Second) else number(v), ts)
+                     for key, v, ts in records], limit, size)
+
+
+KEYED = {"co_window_sum": _co_windows, "eos_window_sum": _end_of_stream_sums, "eos_co_group": _end_of_stream_co_group, "keyed_identity": _identity, "tumbling_window_sum": _windows,
          "window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
          "async_window_sum": _windows,
          "timer_chain": _timer_chains, "processing_buffer": _buffered}
@@ -161,13 +174,15 @@ def graph_reference(graph: dict, sources: list[list[tuple]], drain: bool) -> Cou
     correct watermarks, timer output never depends on arrival order, so no schedule matters."""
     ops = {op["name"]: op for op in graph["operators"]}
     edges = [(e["from"], e["to"]) for e in graph["edges"]]
+    second = {(e["from"], e["to"]) for e in graph["edges"] if e.get("input", 1) == 2}  # connect's second input
     limit = final_watermark(sources, drain)
     streams: dict[str, list[tuple]] = {}
     committed: Counter = Counter()
     done: set[str] = set()
     while len(done) < len(ops):
         name = next(n for n in ops if n not in done and all(a in done for a, b in edges if b == n))
-        op, inputs = ops[name], [r for a, b in edges if b == name for r in streams[a]]
+        op, inputs = ops[name], [r if (a, b) not in second else (r[0], Second(r[1]), r[2])
+                                 for a, b in edges if b == name for r in streams[a]]
         if op["kind"] == "source":  # its own subtasks' records: the sources count across source operators
             first = sum(_parallelism(o, graph, sources) for o in graph["operators"][:graph["operators"].index(op)]
                         if o["kind"] == "source")

@@ -215,6 +215,15 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 keyed.append(name)
                 windows.append(name)
                 target = name
+            elif node.two_inputs and node.broadcast is not None:  # connect(stream.broadcast(descriptors))
+                if node.key_selector is not None:
+                    functions[name] = jf.keyed_broadcast_factory(node.function, node.broadcast)
+                    operators.append(OperatorNode(name, "keyed_process", p, name, chaining, route_side_outputs=True))
+                    keyed.append(name)
+                else:
+                    functions[name] = jf.broadcast_factory(node.function, name, node.broadcast)
+                    operators.append(OperatorNode(name, "process", p, name, chaining, route_side_outputs=True))
+                target = name
             elif node.two_inputs:
                 co_kind = {pl.PROCESS: "process", pl.MAP: "map", pl.FLAT_MAP: "flat_map"}[node.kind]
                 if node.key_selector is not None:
@@ -263,7 +272,9 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 if (up, tag) in seen:
                     raise _fail(node, f"it reads {up} twice (a union or connect of a stream with itself)")
                 seen.add((up, tag))
-                if key_selector is not None:
+                if node.broadcast is not None and which == 2:  # every record to every subtask
+                    edges.append(Edge(up, target, "broadcast", tag=tag, input=2))
+                elif key_selector is not None:
                     selector = f"key:{name}" if which == 1 else f"key2:{name}"
                     functions[selector] = _selector(key_selector)
                     edges.append(Edge(up, target, "keyed", key_selector=selector, tag=tag, input=which))

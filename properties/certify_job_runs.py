@@ -419,7 +419,7 @@ def describe_pipeline(subject: JobSubject) -> list[str]:
         inputs = [e.source.removesuffix("/tag") for e in built.graph.inputs(op.name)
                   if not e.source.endswith("/tag") or True]
         inputs = [i for i in inputs if i != f"{op.name}/tag"]
-        how = {"keyed": "key_by", "forward": "forward", "rebalance": "rebalance"}
+        how = {"keyed": "key_by", "forward": "forward", "rebalance": "rebalance", "broadcast": "broadcast"}
         edges = ", ".join(f"{how[e.partitioning]}{'[' + e.tag + ']' if e.tag else ''} from {e.source}"
                           for e in built.graph.inputs(op.name if op.kind != "sink" else f"{op.name}/tag"))
         line = f"{op.name} ({op.kind}{', keyed' if op.name in built.keyed else ''})"

@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 
 BUILTIN = tuple(f"streamproof.properties.{name}"
                 for name in ("timers", "mailbox", "job", "snapshots", "termination", "valve", "chain_watermark",
-                                "ttl"))
+                                "ttl", "broadcast"))
 ROLES = ("steps", "catalogue", "bugzoo")
 ENTRY_POINT_GROUP = "streamproof.families"
 ENVIRONMENT = "STREAMPROOF_FAMILIES"

@@ -17,7 +17,9 @@ MAPS = ["identity", "last", "double", "even", "twice", "rekey"]
 @st.composite
 def job_graphs(draw, sources: int) -> dict:
     """1-4 keyed stages; each a chain of 1-3 operators (a keyed head, then maps or a second keyed
-    operator reading it as a keyed stream), parallelism 1-3 per stage; a 2PC sink or a SinkV2
+    operator reading it as a keyed stream), parallelism 1-3 per stage; a later stage's head may
+    read the source and, as its second input, the previous stage (``connect``: a two-input keyed
+    window sum); a 2PC sink or a SinkV2
     writer/committer at the end, sometimes a second branch from the source, sometimes chaining
     disabled (a forward edge between two tasks)."""
     operators = [{"name": "source", "kind": "source"}]
@@ -27,9 +29,15 @@ def job_graphs(draw, sources: int) -> dict:
         p, last = draw(st.integers(1, 3), label="stage parallelism"), stage == stages - 1
         head = f"s{stage}"
         functions = WINDOWED + (["processing_buffer"] if last else [])
+        # a later stage may read the source and the previous stage (connect: a two-input keyed operator)
+        two_inputs = stage > 0 and draw(st.integers(0, 2), label="two-input stage") == 2
         operators.append({"name": head, "kind": "keyed_process", "parallelism": p,
-                          "function": draw(st.sampled_from(functions))})
-        edges.append({"from": previous, "to": head, "partitioning": "keyed"})
+                          "function": "co_window_sum" if two_inputs else draw(st.sampled_from(functions))})
+        if two_inputs:  # the source first, the previous stage (whose watermark lags) second
+            edges.append({"from": "source", "to": head, "partitioning": "keyed"})
+            edges.append({"from": previous, "to": head, "partitioning": "keyed", "input": 2})
+        else:
+            edges.append({"from": previous, "to": head, "partitioning": "keyed"})
         previous = head
         for i in range(draw(st.integers(0, 2), label="chained after the head")):
             name = f"s{stage}m{i}"
@@ -158,7 +166,8 @@ SUMMARIES = {
 }
 REACHABILITY = ("timer firing interrupted", "failure inside an interrupted firing", "rescaled restore",
                 "restored from a completed checkpoint", "try_yield ran a mail inside a timer callback",
-                "barrier processed during an interrupted firing", "continuation pending when a new watermark arrived")
+                "barrier processed during an interrupted firing", "continuation pending when a new watermark arrived",
+                "a two-input operator processed records of both inputs")
 GRAPH_REACHABILITY = ("job graph with more than one stage", "operator chain of more than one operator before its sink",
                       "job graph rescaled", "timer firing interrupted", "failure inside an interrupted firing")
 

@@ -127,6 +127,8 @@ def _reach_graph(run: SimulationResult) -> None:
         note("output watermark behind the timers it fired")
     if run.metrics["timer_delays"]:
         note("processing-time timer mail ran")
+    if run.metrics.get("second_input_records"):
+        note("a two-input operator processed records of both inputs")
 
 
 def check_job(scenario: Scenario, prop: str) -> Verdict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streamproof.impl.graph import SecondInput
 from streamproof.impl.operators import KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor
 from streamproof.impl.termination import TimerTerminationAction
 from streamproof.model.job import MAX_TIME, saturated, window_end
@@ -35,6 +36,17 @@ class WindowSum(KeyedProcessFunction):
     def on_timer(self, timestamp, ctx, out) -> None:
         out.collect((ctx.get_current_key(), timestamp, self.sums.get(timestamp, 0)))
         self.sums.remove(timestamp)
+
+
+class CoWindowSum(WindowSum):
+    """Two inputs (``connect``) into one keyed window sum: a second-input record's value counts a
+    hundredfold, so a record delivered on the wrong input, or a window fired before the second
+    input's watermark reached it, changes the output."""
+
+    def process_element(self, value, ctx, out) -> None:
+        if type(value) is SecondInput:
+            value = 100 * number(value.value)
+        super().process_element(value, ctx, out)
 
 
 class TimerChain(KeyedProcessFunction):
@@ -177,7 +189,7 @@ def tumbling_window_sum():
     return WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate(number))
 
 
-FUNCTIONS = {"window_sum": WindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
+FUNCTIONS = {"window_sum": WindowSum, "co_window_sum": CoWindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
              "mailing_window_sum": MailingWindowSum, "async_window_sum": AsyncWindowSum, "processing_buffer": ProcessingTimeBuffer,
              "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum,
              "eos_co_group": eos_co_group}

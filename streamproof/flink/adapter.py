@@ -111,10 +111,17 @@ _OTHER_KINDS = [
 _REFUSED_CALLS = {
     "get_broadcast_state": "broadcast state is not supported",
 }
+# in a broadcast function (run in a job, connect(broadcast_stream)): broadcast state is; PyFlink 2.3 has no
+# applyToKeyedState (its KeyedBroadcastProcessFunction.Context says so): the job would fail on Flink
+_BROADCAST_REFUSED_CALLS = {
+    "apply_to_keyed_state": "PyFlink has no applyToKeyedState (KeyedBroadcastProcessFunction.Context lacks it: the "
+                            "job fails on Flink with an AttributeError)",
+}
 
 
 @functools.lru_cache(maxsize=1024)  # parsing the source is most of building an operator otherwise
-def _refused_calls(cls: type) -> str | None:
+def _refused_calls(cls: type, broadcast: bool = False) -> str | None:
+    refused = _BROADCAST_REFUSED_CALLS if broadcast else _REFUSED_CALLS
     for klass in cls.__mro__:
         if klass.__module__.startswith(("streamproof.", "pyflink.", "builtins", "abc")):
             continue
@@ -124,14 +131,20 @@ def _refused_calls(cls: type) -> str | None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in _REFUSED_CALLS:
-                return f"{_REFUSED_CALLS[node.func.attr]} ({klass.__name__} calls {node.func.attr})"
+                    and node.func.attr in refused:
+                return f"{refused[node.func.attr]} ({klass.__name__} calls {node.func.attr})"
     return None
 
 
-def refused_calls(cls: type) -> str | None:
-    """One line naming a call in ``cls``'s source streamproof cannot run faithfully, or None."""
-    return _refused_calls(cls)
+def refused_calls(cls: type, broadcast: bool = False) -> str | None:
+    """One line naming a call in ``cls``'s source streamproof cannot run faithfully, or None
+    (``broadcast``: ``cls`` is a broadcast function run in a job, where ``get_broadcast_state`` runs)."""
+    return _refused_calls(cls, broadcast)
+
+
+def is_broadcast_process_function(cls: type, keyed: bool) -> bool:
+    """A PyFlink-style ``KeyedBroadcastProcessFunction`` (``keyed``) or ``BroadcastProcessFunction``."""
+    return isinstance(cls, type) and _is(cls, fn.KeyedBroadcastProcessFunction if keyed else fn.BroadcastProcessFunction)
 
 
 def is_keyed_co_process_function(cls: type) -> bool:

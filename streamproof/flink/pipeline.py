@@ -114,6 +114,9 @@ class Node:
     # connected streams ``key_selector`` keys the first and ``key_selector2`` the second
     two_inputs: bool = False
     key_selector2: Any = None
+    # a broadcast-state operator (``connect(stream.broadcast(descriptors)).process(...)``): the
+    # ``MapStateDescriptor``s of its broadcast state; ``inputs[1]`` is the broadcast side
+    broadcast: list | None = None
 
     @property
     def label(self) -> str:

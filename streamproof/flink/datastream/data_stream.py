@@ -10,7 +10,8 @@ from __future__ import annotations
 import streamproof.flink.pipeline as P
 from streamproof.flink.capture import describe, is_opaque, job_line, refuse, with_line
 from streamproof.flink.datastream.functions import (
-    CoProcessFunction, KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction,
+    BroadcastProcessFunction, CoProcessFunction, KeyedBroadcastProcessFunction, KeyedCoProcessFunction,
+    KeyedProcessFunction, ProcessFunction,
 )
 from streamproof.flink.pipeline import CaptureError, WindowSpec
 
@@ -18,7 +19,8 @@ __all__ = ["DataStream", "KeyedStream", "WindowedStream", "AllWindowedStream", "
            "BroadcastStream", "BroadcastConnectedStream", "DataStreamSink", "BuiltinAggregation", "AsyncDataStream"]
 
 _PARTITIONING = "explicit partitioning is not modelled"
-_BROADCAST = "broadcast state (broadcast, BroadcastProcessFunction) is not modelled"
+_BROADCAST = ("broadcast partitioning without broadcast state is not modelled (broadcast(MapStateDescriptor, ...) "
+              "with a BroadcastProcessFunction or KeyedBroadcastProcessFunction is)")
 _ALL_WINDOWS = "non-keyed (all) windows are not modelled"
 
 
@@ -198,11 +200,14 @@ class DataStream(_NodeSettings):
         node = self._env._sp_add(P.SINK, **self._reads(), sink=description)
         return DataStreamSink(self._env, node.id)
 
-    def connect(self, ds) -> "ConnectedStreams":
-        """A two-input operator's inputs: this stream first, ``ds`` second."""
-        if type(ds).__name__ in ("BroadcastStream",) or not isinstance(ds, DataStream) or ds._env is not self._env:
-            if type(ds).__name__ == "BroadcastStream":
-                refuse(f"{self._sp_api}.connect(BroadcastStream)", _BROADCAST)
+    def connect(self, ds):
+        """A two-input operator's inputs: this stream first, ``ds`` second; with a
+        :class:`BroadcastStream`, a :class:`BroadcastConnectedStream` (``ds`` the broadcast side)."""
+        if isinstance(ds, BroadcastStream):
+            if ds.input_stream._env is not self._env:
+                raise TypeError(f"connect: expected a BroadcastStream of the same environment, got {describe(ds)}")
+            return BroadcastConnectedStream(self, ds, ds.broadcast_state_descriptors)
+        if not isinstance(ds, DataStream) or ds._env is not self._env:
             raise TypeError(f"connect: expected a DataStream of the same environment, got {describe(ds)}")
         return ConnectedStreams(self, ds)
 
@@ -226,8 +231,16 @@ class DataStream(_NodeSettings):
     def forward(self):
         refuse(f"{self._sp_api}.forward", _PARTITIONING)
 
-    def broadcast(self, *args, **kwargs):
-        refuse(f"{self._sp_api}.broadcast", _PARTITIONING + "; " + _BROADCAST)
+    def broadcast(self, broadcast_state_descriptor=None, *other_broadcast_state_descriptors):
+        """With ``MapStateDescriptor``s: a :class:`BroadcastStream` (its records reach every subtask of
+        the operator it is connected to, which keeps them in broadcast state); without: refused."""
+        if broadcast_state_descriptor is None:
+            refuse(f"{self._sp_api}.broadcast()", _BROADCAST)
+        descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+        for descriptor in descriptors:
+            if not any(c.__name__ == "MapStateDescriptor" for c in type(descriptor).__mro__):
+                raise TypeError("broadcast_state_descriptor must be MapStateDescriptor")
+        return BroadcastStream(self, descriptors)
 
     def global_(self):
         refuse(f"{self._sp_api}.global", _PARTITIONING)
@@ -510,12 +523,48 @@ class ConnectedStreams(_Refusing):
         return self._then(P.PROCESS, func, output_type)
 
 
-class BroadcastStream(_RefusedType):
-    _reason = _BROADCAST
+class BroadcastStream:
+    """``stream.broadcast(descriptor, ...)``: no operation but ``connect`` reads it (as PyFlink's,
+    a plain object: any other attribute is an AttributeError)."""
+
+    def __init__(self, input_stream: DataStream, broadcast_state_descriptors: list):
+        self.input_stream = input_stream
+        self.broadcast_state_descriptors = broadcast_state_descriptors
 
 
-class BroadcastConnectedStream(_RefusedType):
-    _reason = _BROADCAST
+class BroadcastConnectedStream:
+    """``stream.connect(broadcast_stream)``: ``process`` with a :class:`BroadcastProcessFunction`
+    (non-keyed stream) or :class:`KeyedBroadcastProcessFunction` (keyed stream) makes one
+    two-input node whose second input is the broadcast side (``Node.broadcast``: the descriptors)."""
+
+    def __init__(self, non_broadcast_stream: DataStream, broadcast_stream: BroadcastStream,
+                 broadcast_state_descriptors: list):
+        self.non_broadcast_stream = non_broadcast_stream
+        self.broadcast_stream = broadcast_stream
+        self.broadcast_state_descriptors = broadcast_state_descriptors
+
+    def _is_keyed_stream(self) -> bool:
+        return isinstance(self.non_broadcast_stream, KeyedStream)
+
+    def process(self, func, output_type=None) -> DataStream:
+        if _is_kind(func, BroadcastProcessFunction) and self._is_keyed_stream():
+            raise TypeError("BroadcastProcessFunction should be applied to non-keyed DataStream")
+        if _is_kind(func, KeyedBroadcastProcessFunction) and not self._is_keyed_stream():
+            raise TypeError("KeyedBroadcastProcessFunction should be applied to keyed DataStream")
+        stream, env = self.non_broadcast_stream, self.non_broadcast_stream._env
+        keyed = self._is_keyed_stream()
+        node = env._sp_add(P.PROCESS, inputs=[stream._node_id, self.broadcast_stream.input_stream._node_id],
+                           function=func, output_type=output_type, two_inputs=True,
+                           key_selector=stream._key_selector if keyed else None,
+                           key_type=stream._key_type if keyed else None,
+                           broadcast=list(self.broadcast_state_descriptors))
+        return DataStream(env, node.id)
+
+
+def _is_kind(func, cls: type) -> bool:
+    """``isinstance(func, cls)`` for ours or apache-flink's class of that name."""
+    return isinstance(func, cls) or any(c.__name__ == cls.__name__ and c.__module__.startswith("pyflink.")
+                                        for c in type(func).__mro__)
 
 
 class AsyncDataStream:

@@ -22,7 +22,7 @@ __all__ = [
     "RuntimeContext", "MapFunction", "CoMapFunction", "FlatMapFunction", "CoFlatMapFunction", "ReduceFunction",
     "AggregateFunction", "KeySelector", "FilterFunction", "Partitioner", "ProcessFunction",
     "KeyedProcessFunction", "CoProcessFunction", "KeyedCoProcessFunction", "TimerService", "TimeDomain",
-    "Function", "KeyedStateStore", "FunctionWrapper", "ReduceFunctionWrapper", "BroadcastProcessFunction",
+    "Function", "KeyedStateStore", "FunctionWrapper", "ReduceFunctionWrapper", "BroadcastProcessFunction", "BaseBroadcastProcessFunction",
     "KeyedBroadcastProcessFunction", "WindowFunction", "AllWindowFunction", "ProcessWindowFunction",
     "ProcessAllWindowFunction",
 ]
@@ -212,12 +212,93 @@ class KeyedCoProcessFunction(Function):
         pass
 
 
-class BroadcastProcessFunction(Function):
-    """Broadcast state: refused by streamproof."""
+class BaseBroadcastProcessFunction(Function):
+    """The base of :class:`BroadcastProcessFunction` and :class:`KeyedBroadcastProcessFunction`
+    (run in jobs: ``stream.connect(other.broadcast(descriptor)).process(function)``)."""
+
+    class BaseContext(ABC):
+        @abstractmethod
+        def timestamp(self) -> int:
+            pass
+
+        @abstractmethod
+        def current_processing_time(self) -> int:
+            pass
+
+        @abstractmethod
+        def current_watermark(self) -> int:
+            pass
+
+    class Context(BaseContext):
+        """``process_broadcast_element``'s context: read-write broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor):
+            pass
+
+    class ReadOnlyContext(BaseContext):
+        """``process_element``'s context: read-only broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor):
+            pass
 
 
-class KeyedBroadcastProcessFunction(Function):
-    """Broadcast state: refused by streamproof."""
+class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+    """A non-keyed stream connected with a broadcast stream: ``process_element(value, ctx)`` (read-only
+    broadcast state) and ``process_broadcast_element(value, ctx)`` (read-write)."""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        pass
+
+    @abstractmethod
+    def process_element(self, value, ctx: "BroadcastProcessFunction.ReadOnlyContext"):
+        pass
+
+    @abstractmethod
+    def process_broadcast_element(self, value, ctx: "BroadcastProcessFunction.Context"):
+        pass
+
+
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
+    """A keyed stream connected with a broadcast stream: ``process_element(value, ctx)`` with keyed
+    state, timers and read-only broadcast state, ``process_broadcast_element(value, ctx)`` with
+    read-write broadcast state, ``on_timer(timestamp, ctx)``. (PyFlink has no ``apply_to_keyed_state``.)"""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        @abstractmethod
+        def timer_service(self) -> TimerService:
+            pass
+
+        @abstractmethod
+        def get_current_key(self):
+            pass
+
+    class OnTimerContext(ReadOnlyContext, ABC):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain:
+            pass
+
+        @abstractmethod
+        def get_current_key(self):
+            pass
+
+    @abstractmethod
+    def process_element(self, value, ctx: "KeyedBroadcastProcessFunction.ReadOnlyContext"):
+        pass
+
+    @abstractmethod
+    def process_broadcast_element(self, value, ctx: "KeyedBroadcastProcessFunction.Context"):
+        pass
+
+    def on_timer(self, timestamp: int, ctx: "KeyedBroadcastProcessFunction.OnTimerContext"):
+        pass
 
 
 # -- window functions (run by streamproof.flink.window_operator) ----------------------------------

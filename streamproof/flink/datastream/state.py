@@ -26,7 +26,7 @@ OUT = TypeVar("OUT")
 
 
 class OperatorStateStore(ABC):
-    """Operator state (PyFlink: broadcast state only). Not supported by streamproof."""
+    """Operator state (PyFlink: broadcast state only)."""
 
     @abstractmethod
     def get_broadcast_state(self, state_descriptor: "MapStateDescriptor") -> "BroadcastState":
@@ -138,11 +138,64 @@ class MapState(State, Generic[K, V]):
 
 
 class ReadOnlyBroadcastState(State, Generic[K, V]):
-    """Broadcast state: not supported by streamproof (refused)."""
+    """A read-only view of the :class:`BroadcastState` (``process_element`` of a broadcast
+    function, ``on_timer``): reads return copies; it has no ``put``/``put_all``/``remove``."""
+
+    @abstractmethod
+    def get(self, key: K) -> V:
+        pass
+
+    @abstractmethod
+    def contains(self, key: K) -> bool:
+        pass
+
+    @abstractmethod
+    def items(self) -> Iterable[Tuple[K, V]]:
+        pass
+
+    @abstractmethod
+    def keys(self) -> Iterable[K]:
+        pass
+
+    @abstractmethod
+    def values(self) -> Iterable[V]:
+        pass
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        pass
+
+    def __getitem__(self, key: K) -> V:
+        return self.get(key)
+
+    def __contains__(self, key: K) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.keys())
 
 
 class BroadcastState(ReadOnlyBroadcastState[K, V]):
-    """Broadcast state: not supported by streamproof (refused)."""
+    """The broadcast state of ``process_broadcast_element``: a map each subtask keeps its own copy
+    of (operator state); every subtask must store the same elements (Flink restores any copy)."""
+
+    @abstractmethod
+    def put(self, key: K, value: V) -> None:
+        pass
+
+    @abstractmethod
+    def put_all(self, dict_value: Dict[K, V]) -> None:
+        pass
+
+    @abstractmethod
+    def remove(self, key: K) -> None:
+        pass
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self.remove(key)
 
 
 class StateDescriptor(ABC):
