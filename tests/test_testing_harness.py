@@ -392,3 +392,52 @@ def test_a_restored_processing_time_timer_already_due_fires_at_once():
     assert h.output() == [("a", 5)]
     h.restore(snapshot)  # the clock goes on at 100: the restored timer is due
     assert h.output() == [("a", 5)] and h.pending_timers() == []
+
+
+def test_the_flink_trainings_rides_and_fares_unit_test():
+    """flink-training's RidesAndFaresUnitTest (KeyedTwoInputStreamOperatorTestHarness around
+    CoStreamFlatMap(EnrichmentFunction)), in Python: state is created by the first of a ride and
+    its fare and cleared by the second, which emits the pair."""
+    pytest.importorskip("pyflink.datastream", reason="the corpus job imports apache-flink's Python API")
+    from examples.jobs.real.rides_and_fares import EnrichmentFunction, RideAndFare, TaxiFare, TaxiRide
+
+    ride, fare = TaxiRide(1, True, 1000, 7), TaxiFare(1, 1000, 10.0)
+    for first, second in (("ride", "fare"), ("fare", "ride")):
+        h = testing.for_keyed_co_process_function(EnrichmentFunction, lambda r: r.rideId, lambda f: f.rideId)
+        feed = {"ride": lambda: h.process_element1(ride, ride.eventTime),
+                "fare": lambda: h.process_element2(fare, fare.startTime)}
+        feed[first]()
+        assert h.num_keyed_state_entries() > 0
+        feed[second]()
+        assert h.num_keyed_state_entries() == 0
+        assert h.extract_output_stream_records() == [Record(RideAndFare(ride, fare), 1000)]
+
+
+
+def test_a_keyed_co_process_function_has_one_timer_service_and_a_watermark_per_input():
+    from streamproof.flink.datastream.functions import KeyedCoProcessFunction
+
+    class Timeout(KeyedCoProcessFunction):
+        def open(self, ctx):
+            self.seen = ctx.get_state(ValueStateDescriptor("seen", Types.LONG()))
+
+        def process_element1(self, value, ctx):
+            self.seen.update((self.seen.value() or 0) + 1)
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
+
+        def process_element2(self, value, ctx):
+            self.seen.update((self.seen.value() or 0) + 10)
+
+        def on_timer(self, timestamp, ctx):
+            yield ctx.get_current_key(), self.seen.value()
+
+    h = testing.for_keyed_co_process_function(Timeout, lambda v: v[0], lambda v: v[0], timestamp=lambda v: v[1])
+    h.process_element1(("a", 1)).process_element2(("a", 2))
+    h.process_watermark1(10)
+    assert h.output() == [] and h.current_watermark() < 6  # the second input holds the watermark back
+    h.process_watermark2(7)
+    assert h.get_output() == [Record(("a", 11), 6), Watermark(7)]
+    with pytest.raises(HarnessError, match="process_element1"):
+        h.process_element(("a", 3))
+    restored = testing.for_keyed_co_process_function(Timeout, lambda v: v[0], lambda v: v[0]).restore(h.snapshot())
+    assert restored.state("a") == {"seen": 11}

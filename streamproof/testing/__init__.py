@@ -25,14 +25,16 @@ import copy
 from types import FunctionType
 from typing import Any
 
-from streamproof.testing.harness import HarnessSnapshot, KeyedOperatorHarness, ProcessFunctionHarness
+from streamproof.testing.harness import (
+    HarnessSnapshot, KeyedCoOperatorHarness, KeyedOperatorHarness, ProcessFunctionHarness,
+)
 from streamproof.testing.job import JobHarness, JobResult
 from streamproof.testing.output import HarnessError, Record, Timer, Watermark, assert_output
 
 __all__ = [
-    "for_keyed_process_function", "for_process_function", "for_window", "for_job", "harness", "subtask_for_key",
-    "KeyedOperatorHarness", "ProcessFunctionHarness", "JobHarness", "JobResult", "HarnessSnapshot",
-    "HarnessError", "Record", "Watermark", "Timer", "assert_output",
+    "for_keyed_process_function", "for_keyed_co_process_function", "for_process_function", "for_window", "for_job",
+    "harness", "subtask_for_key", "KeyedOperatorHarness", "KeyedCoOperatorHarness", "ProcessFunctionHarness",
+    "JobHarness", "JobResult", "HarnessSnapshot", "HarnessError", "Record", "Watermark", "Timer", "assert_output",
 ]
 
 
@@ -100,6 +102,41 @@ def for_keyed_process_function(function: Any, key_selector: Any = None, *, key: 
                                 timestamp=timestamp, max_parallelism=max_parallelism, parallelism=parallelism,
                                 subtask=subtask, interruptible_timers=interruptible_timers,
                                 processing_time=processing_time, callback_seconds=callback_seconds)
+
+
+def for_keyed_co_process_function(function: Any, key_selector1: Any, key_selector2: Any, *, timestamp: Any = None,
+                                  uid: str | None = None, max_parallelism: int = 128, parallelism: int = 1,
+                                  subtask: int = 0, interruptible_timers: bool | None = None,
+                                  processing_time: int = 0, callback_seconds: float | None = None
+                                  ) -> KeyedCoOperatorHarness:
+    """A harness for a function of keyed connected streams: a ``KeyedCoProcessFunction``, or a
+    ``CoMapFunction``/``CoFlatMapFunction`` (with keyed state), each input keyed by its own
+    selector (Flink's ``ProcessFunctionTestHarnesses.forKeyedCoProcessFunction`` and
+    ``KeyedTwoInputStreamOperatorTestHarness``)."""
+    from streamproof.flink import adapter
+    from streamproof.flink import job_functions as jf
+
+    cls = function if isinstance(function, type) else type(function)
+    names = {c.__name__ for c in cls.__mro__}
+    kind = "process" if "KeyedCoProcessFunction" in names else "map" if "CoMapFunction" in names \
+        else "flat_map" if "CoFlatMapFunction" in names else None
+    if kind is None:
+        raise HarnessError(f"for_keyed_co_process_function: {cls.__name__} is not a KeyedCoProcessFunction, "
+                           "CoMapFunction or CoFlatMapFunction")
+    reason = adapter.refused_calls(cls)
+    if reason:
+        raise HarnessError(f"for_keyed_co_process_function: {reason}")
+
+    def make(instance):
+        built = adapter.PyFlinkFunctionAdapter(jf.KeyedCoFunction(kind, instance))
+        built.user_class_name = cls.__name__
+        return built
+
+    build, cls = _builder(function, make, "for_keyed_co_process_function")
+    return KeyedCoOperatorHarness(build, key_selector1, key_selector2, uid or _uid(cls), timestamp=timestamp,
+                                  max_parallelism=max_parallelism, parallelism=parallelism, subtask=subtask,
+                                  interruptible_timers=interruptible_timers, processing_time=processing_time,
+                                  callback_seconds=callback_seconds)
 
 
 def for_process_function(function: Any, *, timestamp: Any = None, uid: str | None = None, parallelism: int = 1,

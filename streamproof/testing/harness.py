@@ -179,6 +179,8 @@ class KeyedOperatorHarness(_Output):
     """One subtask of a keyed operator (see :func:`streamproof.testing.for_keyed_process_function`
     and :func:`streamproof.testing.for_window`)."""
 
+    inputs = 1  # input channels (a two-input operator has two, each with its own watermark)
+
     def __init__(self, build: Callable[[], Any], key: Any, uid: str, *, timestamp: Any = None,
                  max_parallelism: int = 128, parallelism: int = 1, subtask: int = 0,
                  interruptible_timers: bool | None = None, processing_time: int = 0,
@@ -209,7 +211,8 @@ class KeyedOperatorHarness(_Output):
         kgr = compute_key_group_range_for_operator_index(self.max_parallelism, parallelism, subtask)
         self.parallelism, self.subtask = parallelism, subtask
         self.task = None
-        task = OperatorTask(f"harness({self.uid})", subtask, parallelism, 0, self.max_parallelism, kgr, function, 1,
+        task = OperatorTask(f"harness({self.uid})", subtask, parallelism, 0, self.max_parallelism, kgr, function,
+                            self.inputs,
                             _MailboxClock(self._clock, self), ExternalSystem(), config, lambda *_: None)
         self.task = task
         task.watermark_processor.should_interrupt = self._should_interrupt
@@ -271,10 +274,13 @@ class KeyedOperatorHarness(_Output):
         return self
 
     def process_watermark(self, timestamp: int, *, stop_after: int | None = None) -> "KeyedOperatorHarness":
-        """A watermark: fires the event-time timers at or below it, then forwards it. With
-        ``stop_after=k`` (an operator with interruptible timers, FLIP-443) the firing stops after
-        ``k`` timers as if mail had arrived; :attr:`firing_interrupted` is then True and the
+        """A watermark (on every input): fires the event-time timers at or below it, then forwards
+        it. With ``stop_after=k`` (an operator with interruptible timers, FLIP-443) the firing stops
+        after ``k`` timers as if mail had arrived; :attr:`firing_interrupted` is then True and the
         rest fires with :meth:`continue_firing` (or when the input ends)."""
+        return self._watermark(range(self.inputs), timestamp, stop_after)
+
+    def _watermark(self, channels, timestamp: int, stop_after: int | None) -> "KeyedOperatorHarness":
         self.open()
         self._check_running()
         if isinstance(timestamp, bool) or not isinstance(timestamp, int):
@@ -282,9 +288,10 @@ class KeyedOperatorHarness(_Output):
         self._check_input_may_run("a watermark")
         self._stop_after(stop_after)
         try:
-            combined = self.task.valve.input_watermark(0, timestamp)
-            if combined is not None:
-                self.task._process_watermark(combined)
+            for channel in channels:  # the operator's watermark: the minimum over its inputs'
+                combined = self.task.valve.input_watermark(channel, timestamp)
+                if combined is not None:
+                    self.task._process_watermark(combined)
         finally:
             self._stop_at = None
         self._parts = 1
@@ -353,9 +360,10 @@ class KeyedOperatorHarness(_Output):
         ``end_input``, processing-time timers by their termination actions (FLIP-269), ``finish()``."""
         self.open()
         self._check_running()
-        combined = self.task.valve.input_watermark(0, MAX_WATERMARK)
-        if combined is not None:
-            self.task._process_watermark(combined)
+        for channel in range(self.inputs):
+            combined = self.task.valve.input_watermark(channel, MAX_WATERMARK)
+            if combined is not None:
+                self.task._process_watermark(combined)
         self._run_mail(deferrable=True, until=lambda: not self.firing_interrupted)
         self.task._end_input()
         self._settle()
@@ -572,3 +580,48 @@ class ProcessFunctionHarness(_Output):
 
     def num_keyed_state_entries(self) -> int:
         return 0
+
+
+class KeyedCoOperatorHarness(KeyedOperatorHarness):
+    """One subtask of a keyed two-input operator (see
+    :func:`streamproof.testing.for_keyed_co_process_function`): each input its own key selector
+    and watermark; one keyed state and one timer service for both, as Flink's
+    ``KeyedTwoInputStreamOperatorTestHarness``. ``process_element``/``process_watermark`` are not
+    ambiguous only for watermarks (both inputs); records say their input."""
+
+    inputs = 2
+
+    def __init__(self, build: Callable[[], Any], key1: Any, key2: Any, uid: str, **options: Any):
+        self._key2 = _key_selector(key2)
+        super().__init__(build, key1, uid, **options)
+
+    def process_element(self, value: Any, timestamp: int | None = None):
+        raise HarnessError("a two-input harness takes process_element1(value) or process_element2(value)")
+
+    def process_element1(self, value: Any, timestamp: int | None = None) -> "KeyedCoOperatorHarness":
+        """A record of the first input (``process_element1``/``map1``/``flat_map1``)."""
+        return KeyedOperatorHarness.process_element(self, value, timestamp)
+
+    def process_element2(self, value: Any, timestamp: int | None = None) -> "KeyedCoOperatorHarness":
+        """A record of the second input, keyed by the second key selector."""
+        from streamproof.impl.graph import SecondInput
+
+        self.open()
+        self._check_running()
+        self._check_input_may_run("a record")
+        first, self._key = self._key, self._key2
+        try:
+            key = self._key_of(value)
+        finally:
+            self._key = first
+        self.task._process_record(StreamRecord(key, SecondInput(value), self._event_time(value, timestamp)))
+        self._settle()
+        return self
+
+    def process_watermark1(self, timestamp: int, *, stop_after: int | None = None) -> "KeyedCoOperatorHarness":
+        """A watermark of the first input: the operator's watermark moves to the minimum of both."""
+        return self._watermark([0], timestamp, stop_after)
+
+    def process_watermark2(self, timestamp: int, *, stop_after: int | None = None) -> "KeyedCoOperatorHarness":
+        """A watermark of the second input."""
+        return self._watermark([1], timestamp, stop_after)
