@@ -101,10 +101,14 @@ def is_pyflink_style(cls: type) -> bool:
 _OTHER_KINDS = [
     (fn.ProcessFunction, "is a ProcessFunction: PyFlink runs it on a non-keyed DataStream only "
                          "(KeyedStream.process needs a KeyedProcessFunction); streamproof certifies keyed operators"),
-    (fn.KeyedCoProcessFunction, "is a KeyedCoProcessFunction: two-input operators are not supported"),
-    (fn.CoProcessFunction, "is a CoProcessFunction: two-input operators are not supported"),
-    (fn.KeyedBroadcastProcessFunction, "is a KeyedBroadcastProcessFunction: broadcast state is not supported"),
-    (fn.BroadcastProcessFunction, "is a BroadcastProcessFunction: broadcast state is not supported"),
+    (fn.KeyedCoProcessFunction, "is a KeyedCoProcessFunction: two-input operators are not supported as a single "
+                                "operator (one input); certify the job that connects its inputs"),
+    (fn.CoProcessFunction, "is a CoProcessFunction: two-input operators are not supported as a single operator "
+                           "(one input); certify the job that connects its inputs"),
+    (fn.KeyedBroadcastProcessFunction, "is a KeyedBroadcastProcessFunction: broadcast state is not supported as a "
+                                       "single operator (one input); certify the job that connects the broadcast stream"),
+    (fn.BroadcastProcessFunction, "is a BroadcastProcessFunction: broadcast state is not supported as a single "
+                                  "operator (one input); certify the job that connects the broadcast stream"),
 ]
 
 # calls that cannot be run faithfully, found in the operator's source (comments do not count)
