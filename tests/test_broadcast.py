@@ -6,6 +6,7 @@ i % old parallelism's copy), and certification refusing functions whose copies d
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -247,51 +248,9 @@ def test_a_single_operator_broadcast_function_is_still_refused():
 # certification compares with failure-free runs (the lineage of the faulty run replayed), so that
 # order is no refusal (at most a finding after a rescale). No event-time timer: FLIP-443 splits are
 # not applicable.
-# Outcome: certified, as expected (see the assertion).
-SHAPES_JOB = """\
-from pyflink.common import Types
-from pyflink.datastream import StreamExecutionEnvironment
-from pyflink.datastream.functions import KeyedBroadcastProcessFunction
-from pyflink.datastream.state import MapStateDescriptor
-
-rule_state_descriptor = MapStateDescriptor("RulesBroadcastState", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
-
-
-class ShapeMatcher(KeyedBroadcastProcessFunction):
-    def open(self, runtime_context):
-        self.items = runtime_context.get_map_state(
-            MapStateDescriptor("items", Types.STRING(), Types.PICKLED_BYTE_ARRAY()))
-
-    def process_broadcast_element(self, rule, ctx):
-        ctx.get_broadcast_state(rule_state_descriptor).put(rule[0], rule)
-
-    def process_element(self, item, ctx):
-        shape = item[1]
-        for rule_name, rule in ctx.get_broadcast_state(rule_state_descriptor).items():
-            stored = self.items.get(rule_name) or []
-            if shape == rule[2] and stored:
-                for i in stored:
-                    yield "MATCH: " + str(i) + " - " + str(item)
-                stored = []
-            # there is no else{} to cover if rule.first == rule.second
-            if shape == rule[1]:
-                stored.append(item)
-            if not stored:
-                self.items.remove(rule_name)
-            else:
-                self.items.put(rule_name, stored)
-
-
-env = StreamExecutionEnvironment.get_execution_environment()
-rules = env.from_collection([("circle-triangle", "circle", "triangle"), ("square-triangle", "square", "triangle")])
-items = env.from_collection([("red", "circle"), ("blue", "square"), ("red", "triangle"), ("red", "square"),
-                             ("blue", "triangle"), ("green", "circle"), ("green", "triangle"), ("blue", "square"),
-                             ("red", "circle"), ("red", "triangle")])
-color_partitioned = items.key_by(lambda item: item[0])
-rule_broadcast = rules.broadcast(rule_state_descriptor)
-color_partitioned.connect(rule_broadcast).process(ShapeMatcher()).print()
-env.execute("shapes")
-"""
+# Outcome: certified, as expected (see the assertion). The job is in the corpus since:
+# examples/jobs/real/broadcast_state_pattern.py (tests/test_job_corpus.py asserts it too).
+SHAPES_JOB = (Path(__file__).resolve().parents[1] / "examples" / "jobs" / "real" / "broadcast_state_pattern.py").read_text()
 
 
 def test_the_documentation_s_shape_matching_job_gets_the_verdict_written_before_it_ran(tmp_path):
