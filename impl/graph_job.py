@@ -56,6 +56,9 @@ class GraphJobSpec:
     # task's clock moves only with the ProcessingTimeAdvance elements of its input (forwarded to the
     # tasks it feeds) and is restored with its checkpoint
     processing_time: str = "steps"
+    # input-driven processing time: how much of it passes while the job restarts (a restored task's
+    # clock resumes this much after its snapshot's: wall-clock time goes on during a failover)
+    restore_clock_gap: int = 0
     # a failure-free replay: per (chain, subtask), the channels its records come from, in order
     forced_lineage: dict | None = None
     # ... or the channels of every input element it consumes, in order (the one-stage lineage)
@@ -436,11 +439,12 @@ class GraphJob:
         spec, task_id = self.spec, len(self.tasks)
         kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, chain.parallelism, s)
         channels = self._channels(chain.head, s)
-        # input-driven clocks resume where the checkpoint's tasks owning the same key groups were
+        # input-driven clocks resume where the checkpoint's tasks owning the same key groups were,
+        # plus the time the restart took
         clock = self.clock if spec.processing_time == "steps" else ManualProcessingTimeService(
             start=max((snap.processing_time for snap in self.restoring.task_snapshots if snap.vertex == chain.name
                        and snap.key_group_range.get_intersection(kgr).get_number_of_key_groups()),
-                      default=0) if self.restoring is not None else 0)
+                      default=0) + spec.restore_clock_gap if self.restoring is not None else 0)
         task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(clock, self, task_id),
                          spec.config, self._acknowledger(self.attempt))
         if spec.processing_time == "input":

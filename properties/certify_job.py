@@ -34,6 +34,7 @@ from streamproof.properties.certify_job_runs import (  # noqa: F401 - the CLI's 
 PROPERTIES = ("job.same-output", "job.interruptible-timers", "job.watermarks", "job.end-of-input")
 FAILURE_POINTS = 8        # failures spread over a failure-free run's steps, per plan
 FAST_CLOCK = 10**6        # a source clock pace far beyond any timer delay: every timer due at the next record
+RESTART_GAP = 60_000      # processing time a restart takes (ms): a job manager's restart delay and redeploy
 PACES = (1, 10, 100, 1000, FAST_CLOCK)
 DEFAULT_EXAMPLES = 50     # random scenarios after the plan
 NOT_APPLICABLE = "not applicable"
@@ -138,6 +139,9 @@ def plan(subject: JobSubject, examples: int, seed: int) -> Iterator[tuple[str, J
             for k in range(1, FAILURE_POINTS + 1):
                 at = max(1, steps * k // (FAILURE_POINTS + 1))
                 yield "failure", JobScenario(points, p, (Fault("fail", at=at),), interval, seed=k, pace=pace)
+                if len(paces) > 1 and pace == 1:  # processing time goes on while the job restarts
+                    yield "failure", JobScenario(points, p, (Fault("fail", at=at),), interval, seed=k, pace=pace,
+                                                 restart_gap=RESTART_GAP)
             for nth in (1, 2, 3):
                 yield "failure in firing", JobScenario(points, p, (Fault("fail_in_interrupted_firing", nth=nth),),
                                                        interval, seed=nth, mail_rate=0.8, pace=pace)
@@ -176,7 +180,7 @@ def uses_processing_time(subject: JobSubject) -> bool:
                 text = f.read()
         except OSError:
             return True  # unknown: vary the clock
-        if "processing_time" in text:
+        if "processing_time" in text or "enable_time_to_live" in text:  # timers, clocks, state TTL
             return True
     return False
 

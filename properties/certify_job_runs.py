@@ -57,13 +57,14 @@ class JobScenario:
     uniform: bool = False  # every operator at ``parallelism``, also those the job fixes (a rescaled job)
     eager: bool = False    # sources run ahead (records queued while timers fire): a split at every chance
     pace: int = 1          # processing time (ms) a source's clock moves on after each record it reads
+    restart_gap: int = 0   # processing time (ms) that passes while the job restarts after a failure
 
     def to_json(self) -> dict:
         return {"format": SCENARIO_FORMAT, "points": [list(p) for p in self.points], "parallelism": self.parallelism,
                 "faults": [dataclasses.asdict(f) for f in self.faults], "checkpoint_interval": self.checkpoint_interval,
                 "seed": self.seed, "mail_rate": self.mail_rate, "unaligned": self.unaligned,
                 "drop": [list(d) for d in self.drop], "uniform": self.uniform, "eager": self.eager,
-                "pace": self.pace}
+                "pace": self.pace, "restart_gap": self.restart_gap}
 
     @classmethod
     def from_json(cls, document: Any) -> "JobScenario":
@@ -75,7 +76,7 @@ class JobScenario:
                        int(document["seed"]), float(document["mail_rate"]), bool(document["unaligned"]),
                        tuple(tuple(int(i) for i in d) for d in document.get("drop", ())),
                        bool(document.get("uniform", False)), bool(document.get("eager", False)),
-                       int(document.get("pace", 1)))
+                       int(document.get("pace", 1)), int(document.get("restart_gap", 0)))
         except (KeyError, TypeError, ValueError) as e:
             raise JobCertifyError(f"malformed job scenario: {type(e).__name__}: {e}") from None
 
@@ -317,6 +318,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
                         channel_capacity=10**9 if eager or lineage is not None else 4,
                         async_mail_rate=scenario.mail_rate if mail_rate is None else mail_rate,
                         programs=built.programs, eager_sources=eager, processing_time="input",
+                        restore_clock_gap=scenario.restart_gap,
                         forced_lineage=lineage.lineage if lineage is not None else None)
     rng = random.Random(scenario.seed)
     try:
@@ -404,6 +406,9 @@ def describe_scenario(subject: JobSubject, scenario: JobScenario) -> list[str]:
     if scenario.eager:
         lines.append("sources run ahead: records wait in the input while timers fire (a split at every chance)")
     lines.append(f"processing time: each source's clock {scenario.pace} ms on after each record")
+    if scenario.restart_gap:
+        lines.append(f"a restart takes {scenario.restart_gap} ms of processing time (wall-clock time goes on while "
+                     "the job recovers: timers and state TTL see it)")
     lines += [f"fault: {fault_text(f)}" for f in scenario.faults] or ["no faults"]
     return lines
 

@@ -343,3 +343,21 @@ def test_the_job_certificate_page_renders_its_markdown(certified, tmp_path):
     certify_job_report.write(subject, cert, tmp_path / "safe", "", EXAMPLES, 0)
     page = (tmp_path / "safe" / "certificate.html").read_text()
     assert raw_markdown(page) == [] and not highlighted(page) and '<p class="banner ok">certified</p>' in page
+
+
+def test_processing_time_goes_on_while_a_job_restarts(monkeypatch):
+    """A restart takes wall-clock time: state with a processing-time TTL shorter than the restart
+    has expired when the job resumes (Apache Flink, examples/jobs/real/flink_expected.json:
+    state_access.py). certify restarts jobs that use processing time with RESTART_GAP of it
+    passing, and the restored sums that start again from 0 are no failure-free run's output."""
+    from streamproof.properties.certify_job import RESTART_GAP, plan
+    from streamproof.properties.certify_job_runs import JobScenario, load_job
+
+    subject = load_job(str(Path(__file__).resolve().parents[1] / "examples" / "jobs" / "real" / "state_access.py"))
+    gaps = [s for what, s in plan(subject, 0, 0) if s.restart_gap]
+    assert gaps and all(s.restart_gap == RESTART_GAP and s.faults for s in gaps)
+    assert JobScenario.from_json(gaps[0].to_json()) == gaps[0]
+    certificate = cj.certify_job(subject, 0, 0)
+    assert certificate.results["job.same-output"]["verdict"] == "failed"
+    monkeypatch.setattr(cj, "RESTART_GAP", 0)  # a restart that takes no time: the sums survive it
+    assert cj.certify_job(subject, 0, 0).results["job.same-output"]["verdict"] == "held"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import struct
 from typing import Any, Callable
 
 import streamproof.flink.adapter as adapter
@@ -60,10 +61,16 @@ def values_of(kind: str, function: Any) -> Callable[[Any], list]:
 # -- values as their declared type ---------------------------------------------------------------------
 def typed(type_info: Any) -> Callable[[Any], Any] | None:
     """What PyFlink's coder of ``type_info`` makes of a Python value: a ``Types.ROW``/``ROW_NAMED``
-    makes a tuple or list a ``Row`` (with its field names), a ``Types.TUPLE`` a list a tuple;
-    None when the type changes nothing (pickled, basic types)."""
-    from streamproof.flink.common.typeinfo import RowTypeInfo, TupleTypeInfo
+    makes a tuple or list a ``Row`` (with its field names), a ``Types.TUPLE`` a list a tuple, a
+    ``Types.FLOAT`` a float of single precision; None when the type changes nothing (pickled,
+    other basic types)."""
+    from streamproof.flink.common.typeinfo import BasicType, BasicTypeInfo, RowTypeInfo, TupleTypeInfo
     from streamproof.flink.common.types import Row
+
+    if isinstance(type_info, BasicTypeInfo) and type_info._basic_type is BasicType.FLOAT:
+        # Java's float: PyFlink's FloatCoder keeps single precision (110.1 -> 110.0999984741211)
+        return lambda value: struct.unpack("f", struct.pack("f", value))[0] \
+            if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
     if isinstance(type_info, RowTypeInfo):
         names = type_info.get_field_names()
