@@ -216,8 +216,10 @@ def test_flink_agrees_on_a_checkpointed_job_and_the_simulator_gives_its_outputs(
 
 def test_flink_shows_the_problem_certify_refuses(flink, tmp_path):
     out = tmp_path / "cert"
-    done = _cli("certify", str(COUNT_IN_ATTRIBUTE), "--examples", "0", "--on-flink", "--flink-faults", "1",
-                "--out", str(out))  # PyFlink's default process mode
+    # PyFlink's default process mode; two failure points: under a doubly loaded machine one failure
+    # after record 1 once came back "agrees" (1 of 4 side-by-side CI runs, cause not traced yet)
+    done = _cli("certify", str(COUNT_IN_ATTRIBUTE), "--examples", "0", "--on-flink", "--flink-faults", "2",
+                "--out", str(out))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "job.same-output              failed" in done.stdout, done.stdout
     assert "differs" in done.stdout, done.stdout
