@@ -449,6 +449,7 @@ class GraphJob:
                          spec.config, self._acknowledger(self.attempt))
         if spec.processing_time == "input":
             task.advance_processing_time = _input_clock(clock, task)
+            task.processing_time_service.fire_due_at_once = True
         task.channel_index = {c: i for i, c in enumerate(channels)}
         if spec.forced_lineage is not None and (chain.name, s) in spec.forced_lineage:
             task.forced_records = deque(spec.forced_lineage[(chain.name, s)])

@@ -78,6 +78,9 @@ class JobSpec:
     # channels the whole input is queued at once, so a record that follows a watermark is there
     # while the watermark's timers fire: a timing every job may have)
     eager_sources: bool = False
+    # processing time (ms) that passes while the job restarts: a restored input-driven clock resumes
+    # that much after its checkpoint's (wall-clock time goes on during a restart; docs/decisions.md)
+    restore_clock_gap: int = 0
 
     def __post_init__(self) -> None:
         if self.timer_tie_order not in TIE_ORDERS:
@@ -325,7 +328,8 @@ class Job:
         for i in range(p):
             kgr = compute_key_group_range_for_operator_index(spec.max_parallelism, p, i)
             clock = self.clock if spec.processing_time == "steps" else \
-                ManualProcessingTimeService(start=self._restored_time(checkpoint, kgr))
+                ManualProcessingTimeService(start=self._restored_time(checkpoint, kgr)
+                                            + (spec.restore_clock_gap if checkpoint is not None else 0))
             task = OperatorTask(spec.name, i, p, self.attempt, spec.max_parallelism, kgr, spec.function_factory(),
                                 len(spec.sources), MailboxTimers(clock, self, i), self.external, spec.config,
                                 self._acknowledger(self.attempt))
@@ -333,6 +337,7 @@ class Job:
                 task.operator.time_service_manager.set_tie_order(spec.timer_tie_order)
             if spec.processing_time == "input":
                 task.advance_processing_time = self._input_clock(clock)
+                task.processing_time_service.fire_due_at_once = True
             task.on_finished = self.coordinator.task_finished
             task.watermark_processor.should_interrupt = self._interrupt_check(task)
             self.bookkeeping.observe(task, f"{task.name}[{i}]", [(task.operator, task.operator_executor,
@@ -551,6 +556,10 @@ def interrupt_check(rng: random.Random, rate: float, task_executor, executor):
 class MailboxTimers:
     """The task's processing-time service: physical timers fire as mail in the task's mailbox."""
 
+    # a timer registered at or before the clock fires at once (Flink's SystemProcessingTimeService
+    # schedules it with no delay): input-driven clocks, which move only with the input, set it
+    fire_due_at_once = False
+
     def __init__(self, clock: ManualProcessingTimeService, job: Job, subtask: int):
         self.clock, self.job, self.subtask = clock, job, subtask
 
@@ -566,7 +575,10 @@ class MailboxTimers:
             if self.job.attempt == attempt and task.state not in (task.FAILED, task.TERMINATED):
                 task.executor.execute(self.mail(task, callback, ts), f"processing timer {ts}")
 
-        return self.clock.register_timer(timestamp, defer_to_mailbox)
+        timer = self.clock.register_timer(timestamp, defer_to_mailbox)
+        if self.fire_due_at_once and timestamp <= self.clock.get_current_processing_time():
+            self.clock.advance_to(self.clock.get_current_processing_time())  # into the mailbox, as mail
+        return timer
 
     def mail(self, task, callback, timestamp: int):
         """The mail that runs a physical timer's callback."""

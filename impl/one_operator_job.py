@@ -40,7 +40,7 @@ def graph_spec_of(spec: JobSpec) -> GraphJobSpec:
                         eager_sources=spec.eager_sources, processing_time=spec.processing_time,
                         forced_elements=forced, timer_tie_order=spec.timer_tie_order,
                         restore_watermarks=spec.restore_watermarks, histories=True,
-                        ended_sources_finished_on_restore=finished)
+                        ended_sources_finished_on_restore=finished, restore_clock_gap=spec.restore_clock_gap)
 
 
 def simulate_one_operator(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,

@@ -518,7 +518,7 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                        input={**(subject.records.names if subject.records else {"records": "built-in (key, int, ts)"}),
                               "span": subject.span if subject.records is None else None, "args": subject.args})
-    arrival = late = ties = 0
+    arrival = late = ties = restart = floats = 0
     broken = None  # a scenario on which the operator fails without any fault: every property reports it
     for prop in properties_for(subject):
         started = time.perf_counter()
@@ -539,6 +539,8 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
         arrival += e.reach_examples.get(FINDING_ARRIVAL_ORDER, 0)  # scenarios, not events
         late += e.reach_examples.get(checks.FINDING_LATE, 0)
         ties += e.reach_examples.get(checks.FINDING_TIE_ORDER, 0)
+        restart += e.reach_examples.get(checks.FINDING_RESTART_TIME, 0)
+        floats += e.reach_examples.get(checks.FINDING_FLOAT_STATE, 0)
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
         if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
             final = prop.check(e.scenario)
@@ -596,6 +598,22 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                                       "changes with it (state outside keyed state, such as a field of the function). "
                                       "Not blamed on faults: the same faults with timers fired in key-group order "
                                       "throughout give a failure-free run's output."})
+    if restart:
+        cert.findings.append({"finding": "output depends on how long a restart takes (processing time)",
+                              "scenarios": restart,
+                              "hint": "wall-clock time goes on while a job restarts: after a restore, processing-time "
+                                      "timers came due or state TTL expired that a restart taking no time would have "
+                                      "left alone. The committed output is the failure-free output of the same input "
+                                      f"paused as long ({inputs.RESTART_GAP // 1000} s here), so it is not blamed on "
+                                      "the faults; on Flink it differs between a run with failures and one without."})
+    if floats:
+        cert.findings.append({"finding": "output depends on Types.FLOAT() state precision across a restore",
+                              "scenarios": floats,
+                              "hint": "PyFlink's Python state cache hands back the double a function wrote to "
+                                      "Types.FLOAT() state; a checkpoint stores it in single precision and a restore "
+                                      "reads that back, so results computed from it after a failure differ in their "
+                                      "last digits (Apache Flink 2.3 does the same). Types.DOUBLE() state keeps them "
+                                      "equal."})
     if out is not None:
         cert.write(Path(out))
     return cert

@@ -22,6 +22,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
+from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
 from streamproof.impl.job import JobSpec
 from streamproof.impl.one_operator_job import simulate_one_operator
 from streamproof.impl.sim import Fault, SimulationResult
@@ -51,6 +52,12 @@ CALLBACK_SECONDS = 5.0   # a user callback running longer is stopped with one li
 FINDING_ARRIVAL_ORDER = "finding: output depends on arrival order"
 FINDING_LATE = "finding: output for late records depends on timing"
 FINDING_TIE_ORDER = "finding: output depends on the order of equal-timestamp timers"
+# processing time passing while the job restarts (TTL state expired, processing-time timers came
+# due): a failure-free run whose input paused that long commits it too (docs/decisions.md)
+FINDING_RESTART_TIME = "finding: output depends on how long a restart takes (processing time)"
+# PyFlink's state cache hands back the double written to Types.FLOAT() state; a restore reads it
+# back in single precision (docs/decisions.md)
+FINDING_FLOAT_STATE = "finding: output depends on Types.FLOAT() state precision across a restore"
 COVERAGE = (
     "timer fired before end of input",
     "timer firing interrupted",
@@ -112,7 +119,8 @@ def _job_spec(scenario: Scenario, interruptible: bool, mail_rate: float | None) 
                    max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                    config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
                    async_mail_rate=params["async_mail_rate"] if mail_rate is None else mail_rate,
-                   processing_time=params["processing_time"])
+                   processing_time=params["processing_time"],
+                   restore_clock_gap=params["restart_gap"])
 
 
 def _run(scenario: Scenario, interruptible: bool, seed: int, faults: tuple = (),
@@ -208,7 +216,7 @@ class Runs:
 
 
 @lru_cache(maxsize=256)
-def _runs(text: str) -> Runs:
+def _runs(text: str, rounded: bool) -> Runs:
     return Runs(load_scenario(text))
 
 
@@ -216,7 +224,7 @@ clears_on_patch(_runs.cache_clear)
 
 
 def runs(scenario: Scenario) -> Runs:
-    return _runs(dump_scenario(scenario))
+    return _runs(dump_scenario(scenario), floats_rounded())
 
 
 def output(run: SimulationResult) -> Counter:
@@ -541,6 +549,22 @@ def _late_only(scenario: Scenario, check) -> bool:
 
 # -- the properties ------------------------------------------------------------------------
 def _same_output(scenario: Scenario, r: Runs):
+    problem = _same_output_as_run(scenario, r)
+    if problem is not None and scenario.params.get("restart_gap"):
+        instant = dataclasses.replace(scenario, params={**scenario.params, "restart_gap": 0})
+        if _same_output(instant, runs(instant)) is None:
+            note(FINDING_RESTART_TIME)
+            return None  # the restart's processing time alone made the difference (a finding)
+    if problem is not None and not floats_rounded():
+        with floats_rounded_on_write():  # no state cache: Types.FLOAT() state single precision from the write on
+            rounded = _same_output_as_run(scenario, runs(scenario))
+        if rounded is None:
+            note(FINDING_FLOAT_STATE)
+            return None  # only FLOAT state read back in single precision after a restore differed
+    return problem
+
+
+def _same_output_as_run(scenario: Scenario, r: Runs):
     if not isinstance(r.faulty, str) and not r.faulty.faults_applied:
         cover(r.faulty)
         return None  # no fault took effect: the run is itself a failure-free run of this input

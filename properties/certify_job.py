@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from streamproof.impl.sim import Fault
+from streamproof.properties.job.steps import RESTART_GAP  # noqa: F401 - plan() reads it here (tests patch it)
 from streamproof.properties.certify_job_checks import (  # noqa: F401 - replay_job for the CLI
     EVERY_CHANCE, Outcome, end_of_input, interruptible_timers, replay_job, same_output, watermarks,
 )
@@ -34,7 +35,6 @@ from streamproof.properties.certify_job_runs import (  # noqa: F401 - the CLI's 
 PROPERTIES = ("job.same-output", "job.interruptible-timers", "job.watermarks", "job.end-of-input")
 FAILURE_POINTS = 8        # failures spread over a failure-free run's steps, per plan
 FAST_CLOCK = 10**6        # a source clock pace far beyond any timer delay: every timer due at the next record
-RESTART_GAP = 60_000      # processing time a restart takes (ms): a job manager's restart delay and redeploy
 PACES = (1, 10, 100, 1000, FAST_CLOCK)
 DEFAULT_EXAMPLES = 50     # random scenarios after the plan
 NOT_APPLICABLE = "not applicable"

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
+from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
 from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
 from streamproof.properties.certify_job_runs import (
     JobRun, JobScenario, JobSubject, fault_text, load_scenario, simulate,
@@ -21,6 +22,12 @@ EVERY_CHANCE, SPLIT_MAIL_RATE = 1.0, 0.8
 OTHER_SCHEDULES = 5
 FINDING_LATE = "output for late records depends on timing"
 FINDING_ORDER = "output depends on arrival order across channels"
+# processing time passing during a restart (TTL state expired, processing-time timers came due):
+# a failure-free run whose input paused as long commits it too (docs/decisions.md)
+FINDING_RESTART_TIME = "output depends on how long a restart takes (processing time)"
+# PyFlink's state cache hands back the double written to Types.FLOAT() state until a restore reads
+# the single-precision value back: later results differ in their last digits after a failure
+FINDING_FLOAT_STATE = "output depends on Types.FLOAT() state precision across a restore"
 
 
 @dataclass
@@ -180,6 +187,19 @@ def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str
     if not isinstance(unsplit, str) and unsplit.committed != faulty.committed and any(
             not isinstance(r, str) and r.committed == unsplit.committed for r in references(subject, scenario, faulty)):
         return Outcome()  # the splits changed it: job.interruptible-timers judges splits
+    instant = same_output(subject, dataclasses.replace(scenario, restart_gap=0), late_check=late_check) \
+        if scenario.restart_gap else None
+    if instant is not None and (instant.message is None or instant.finding):  # held, or another finding
+        return Outcome(f"the committed output differs when the restart takes {scenario.restart_gap} ms of processing "
+                       f"time and not when it takes none: {describe_difference(faulty, first)}",
+                       finding=FINDING_RESTART_TIME)
+    if not floats_rounded():  # no state cache: Types.FLOAT() state single precision from the write on
+        with floats_rounded_on_write():
+            rounded = same_output(subject, scenario, late_check=late_check)
+        if rounded.message is None:
+            return Outcome(f"the committed output differs only in Types.FLOAT() state values read back in single "
+                           f"precision after a restore: {describe_difference(faulty, first)}",
+                           finding=FINDING_FLOAT_STATE)
     if faulty.lineage is None and _order_sensitive(subject, scenario, faulty):
         # a rescale merged tasks (no lineage to replay) and the order across channels is Flink's choice
         return Outcome("after a rescale no failure-free run tried gives the committed output, and failure-free runs "

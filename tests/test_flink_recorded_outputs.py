@@ -37,11 +37,7 @@ def test_the_recording_covers_every_corpus_job_certify_runs():
 
 
 # Known fidelity gaps, each with Flink's evidence (examples/jobs/real/flink_expected.json)
-NOT_PRODUCED_YET = {
-    "state_access.py": "PyFlink's Python state cache hands back the double a function wrote to a Types.FLOAT() "
-                       "state (130.0999984741211 = 110.0999984741211 + 20.0); streamproof rounds FLOAT state to "
-                       "single precision when it is written, so its running sums differ in the last digits",
-}
+NOT_PRODUCED_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("job", [pytest.param(j, marks=pytest.mark.xfail(strict=True, reason=NOT_PRODUCED_YET[j]))

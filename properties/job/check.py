@@ -38,7 +38,8 @@ def _spec(scenario: Scenario, interruptible: bool | None) -> JobSpec:
     return JobSpec(sources_of(scenario), function, parallelism=params["parallelism"],
                    max_parallelism=params["max_parallelism"], checkpoint_interval=params["checkpoint_interval"],
                    config=task_config(params, interruptible), channel_capacity=params["channel_capacity"],
-                   async_mail_rate=params["async_mail_rate"], processing_time=params["processing_time"])
+                   async_mail_rate=params["async_mail_rate"], processing_time=params["processing_time"],
+                   restore_clock_gap=params["restart_gap"])
 
 
 def graph_spec(scenario: Scenario, interruptible: bool | None = None) -> GraphJobSpec:

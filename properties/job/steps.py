@@ -45,7 +45,13 @@ DEFAULT_PARAMS: dict[str, Any] = {
     # restarted with the source task, and ended sources restored as finished (FLIP-147); one-stage
     # jobs only (docs/decisions.md, "Watermarks after a restore")
     "watermark_bound": None,
+    # processing time (ms) that passes while the job restarts after a failure: restored
+    # input-driven clocks resume that much after their checkpoint's (processing_time "input" only)
+    "restart_gap": 0,
 }
+# the processing time certification lets a restart take (ms): Flink 2.3's exponential-delay restart
+# backoff grows to one minute, and redeployment comes on top (docs/decisions.md)
+RESTART_GAP = 60_000
 WATERMARK_MODES = ("corrected", "flink-2.3")
 # built-in operators with no one-stage reference in model/job.py: they run in job graphs only
 GRAPH_ONLY = ("processing_buffer", "keyed_identity", "eos_window_sum", "tumbling_window_sum", "eos_co_group")
@@ -176,6 +182,9 @@ def job_params(scenario: Scenario) -> dict:
     check_job_settings(params)
     if params["processing_time"] not in ("steps", "input"):
         raise TOP.expected("params", "processing_time one of steps, input", params["processing_time"], "semantic")
+    gap = params["restart_gap"]
+    if not isinstance(gap, int) or isinstance(gap, bool) or not 0 <= gap <= 2**62:
+        raise TOP.expected("params", "restart_gap: an integer >= 0 (ms)", gap, "semantic")
     if params["watermark_mode"] not in WATERMARK_MODES:
         raise TOP.expected("params", f"watermark_mode one of {', '.join(WATERMARK_MODES)}", params["watermark_mode"],
                            "semantic")

@@ -19,7 +19,7 @@ import sys
 import textwrap
 from typing import Any
 
-from streamproof.flink.common.typeinfo import check_value
+from streamproof.flink.common.typeinfo import WrittenFloat, check_value
 from streamproof.flink.common.types import Row
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.datastream import state as st
@@ -43,6 +43,8 @@ def _copy(value: Any, depth: int = 0) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return value
+    if kind is WrittenFloat:  # PyFlink's state cache: the double as written (checkpoints round it)
+        return float(value)
     if depth > 32:
         return copy.deepcopy(value)
     depth += 1
@@ -341,7 +343,7 @@ class _ValueState(_Handle, st.ValueState):
         if value is None:
             self._backend.clear(self._name)  # Flink: updating with null removes the value
         else:
-            self._backend.put(self._name, _copy(check_value(self._type_info, value, self._where)))
+            self._backend.put(self._name, check_value(self._type_info, _copy(value), self._where))
 
 
 class _ListState(_Handle, st.ListState):
@@ -359,7 +361,7 @@ class _ListState(_Handle, st.ListState):
         self.add_all([value])
 
     def add_all(self, values) -> None:
-        new = [_copy(check_value(self._type_info, v, self._where)) for v in values]
+        new = [check_value(self._type_info, _copy(v), self._where) for v in values]
         self._backend.put(self._name, self._stored() + new)
 
     def update(self, values) -> None:
@@ -386,8 +388,8 @@ class _MapState(_Handle, st.MapState):
         pairs = dict_value.items() if hasattr(dict_value, "items") else dict_value
         updated = dict(self._stored())
         for key, value in pairs:
-            key = _copy(check_value(self._key_type, key, self._where))
-            updated[key] = _copy(check_value(self._value_type, value, self._where))
+            key = check_value(self._key_type, _copy(key), self._where)
+            updated[key] = check_value(self._value_type, _copy(value), self._where)
         self._backend.put(self._name, updated)
 
     def remove(self, key) -> None:
@@ -428,7 +430,7 @@ class _ReducingState(_Handle, st.ReducingState):
     def add(self, value) -> None:
         current = self._backend.get(self._name)
         result = value if current is None else self._reduce(_copy(current), value)
-        self._backend.put(self._name, _copy(check_value(self._type_info, result, self._where)))
+        self._backend.put(self._name, check_value(self._type_info, _copy(result), self._where))
 
 
 class _AggregatingState(_Handle, st.AggregatingState):
@@ -447,7 +449,7 @@ class _AggregatingState(_Handle, st.AggregatingState):
         accumulator = self._backend.get(self._name)
         accumulator = self._function.create_accumulator() if accumulator is None else _copy(accumulator)
         accumulator = self._function.add(value, accumulator)
-        self._backend.put(self._name, _copy(check_value(self._type_info, accumulator, self._where)))
+        self._backend.put(self._name, check_value(self._type_info, _copy(accumulator), self._where))
 
 
 # -- the adapter ---------------------------------------------------------------------------------

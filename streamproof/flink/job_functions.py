@@ -443,8 +443,8 @@ class _BroadcastState(_ReadOnlyBroadcastState, st.BroadcastState):
         from streamproof.flink.common.typeinfo import check_value
         pairs = dict_value.items() if hasattr(dict_value, "items") else dict_value
         for key, value in pairs:
-            key = adapter._copy(check_value(self._key_type, key, self._where))
-            self._map[key] = adapter._copy(check_value(self._value_type, value, self._where))
+            key = check_value(self._key_type, adapter._copy(key), self._where)
+            self._map[key] = check_value(self._value_type, adapter._copy(value), self._where)
 
     def remove(self, key) -> None:
         self._map.pop(key, None)

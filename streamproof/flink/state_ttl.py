@@ -153,7 +153,7 @@ class TtlValueState(_TtlHandle, st.ValueState):
         if value is None:
             self._backend.clear(self._name)  # Flink: updating with null removes the value
             return
-        value = self._copy(check_value(self._type_info, value, self._where))
+        value = check_value(self._type_info, self._copy(value), self._where)
         self._backend.put(self._name, TtlValue(value, self._stamp(self._stored(), self._clock())))
 
 
@@ -179,14 +179,14 @@ class TtlListState(_TtlHandle, st.ListState):
 
     def add_all(self, values) -> None:
         now = self._clock()
-        new = [TtlValue(self._copy(check_value(self._type_info, v, self._where)), self._stamp(None, now))
+        new = [TtlValue(check_value(self._type_info, self._copy(v), self._where), self._stamp(None, now))
                for v in values]
         if new:
             self._backend.put(self._name, list(self._stored([])) + new)
 
     def update(self, values) -> None:
         now = self._clock()
-        new = [TtlValue(self._copy(check_value(self._type_info, v, self._where)), self._stamp(None, now))
+        new = [TtlValue(check_value(self._type_info, self._copy(v), self._where), self._stamp(None, now))
                for v in values]
         if new:
             self._backend.put(self._name, new)
@@ -232,8 +232,8 @@ class TtlMapState(_TtlHandle, st.MapState):
         stored = self._stored({})
         updated = dict(stored)
         for key, value in pairs:
-            key = self._copy(check_value(self._key_type, key, self._where))
-            value = self._copy(check_value(self._value_type, value, self._where))
+            key = check_value(self._key_type, self._copy(key), self._where)
+            value = check_value(self._value_type, self._copy(value), self._where)
             updated[key] = TtlValue(value, self._stamp(stored.get(key), now))
         self._backend.put(self._name, updated)
 
@@ -284,7 +284,7 @@ class TtlReducingState(_TtlHandle, st.ReducingState):
         now = self._clock()
         current = self._current(now)
         result = value if current is None else self._reduce(self._copy(current.user_value), value)
-        result = self._copy(check_value(self._type_info, result, self._where))
+        result = check_value(self._type_info, self._copy(result), self._where)
         self._backend.put(self._name, TtlValue(result, self._stamp(current, now)))
 
 
@@ -305,7 +305,7 @@ class TtlAggregatingState(TtlReducingState, st.AggregatingState):
         current = self._current(now)
         accumulator = self._function.create_accumulator() if current is None else self._copy(current.user_value)
         accumulator = self._function.add(value, accumulator)
-        accumulator = self._copy(check_value(self._type_info, accumulator, self._where))
+        accumulator = check_value(self._type_info, self._copy(accumulator), self._where)
         self._backend.put(self._name, TtlValue(accumulator, self._stamp(current, now)))
 
 
