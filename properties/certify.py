@@ -518,7 +518,7 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                        input={**(subject.records.names if subject.records else {"records": "built-in (key, int, ts)"}),
                               "span": subject.span if subject.records is None else None, "args": subject.args})
-    arrival = late = ties = restart = floats = 0
+    found: dict[str, int] = dict.fromkeys(FINDINGS, 0)  # per finding, the scenarios that met it
     broken = None  # a scenario on which the operator fails without any fault: every property reports it
     for prop in properties_for(subject):
         started = time.perf_counter()
@@ -536,11 +536,8 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
             broken = e.scenario
         if e.invariant == "crash: InputError":
             raise CertifyError(f"{subject.spec!r}: {e.message}")
-        arrival += e.reach_examples.get(FINDING_ARRIVAL_ORDER, 0)  # scenarios, not events
-        late += e.reach_examples.get(checks.FINDING_LATE, 0)
-        ties += e.reach_examples.get(checks.FINDING_TIE_ORDER, 0)
-        restart += e.reach_examples.get(checks.FINDING_RESTART_TIME, 0)
-        floats += e.reach_examples.get(checks.FINDING_FLOAT_STATE, 0)
+        for label in FINDINGS:
+            found[label] += e.reach_examples.get(label, 0)  # scenarios, not events
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
         if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
             final = prop.check(e.scenario)
@@ -579,45 +576,44 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                              "coverage": coverage})
         if on_result is not None:
             on_result(cert.results[-1])
-    if arrival:
-        cert.findings.append({"finding": "output depends on arrival order across sources", "scenarios": arrival,
-                              "hint": "its failure-free runs of the same input differ between schedules; Flink does "
-                                      "not order records of parallel sources, so this output differs between runs "
-                                      "of a real job too. Not blamed on faults: such scenarios pass same-output when "
-                                      "the committed output is one of the failure-free outputs."})
-    if late:
-        cert.findings.append({"finding": "output for late records depends on timing", "scenarios": late,
-                              "hint": "a record at or below its source's watermark changes the output depending on "
-                                      "when it meets the timers (split firings, failover timing); Flink promises "
-                                      "nothing there. Every property holds on the same scenarios without the late "
-                                      "records. Use allowed lateness / side outputs for late data if it matters."})
-    if ties:
-        cert.findings.append({"finding": "output depends on the order of equal-timestamp timers", "scenarios": ties,
-                              "hint": "timers of different keys with the same timestamp fire in an order Flink leaves "
-                                      "open (a restore fires them key group by key group), and this operator's output "
-                                      "changes with it (state outside keyed state, such as a field of the function). "
-                                      "Not blamed on faults: the same faults with timers fired in key-group order "
-                                      "throughout give a failure-free run's output."})
-    if restart:
-        cert.findings.append({"finding": "output depends on how long a restart takes (processing time)",
-                              "scenarios": restart,
-                              "hint": "wall-clock time goes on while a job restarts: after a restore, processing-time "
-                                      "timers came due or state TTL expired that a restart taking no time would have "
-                                      "left alone. The committed output is the failure-free output of the same input "
-                                      f"paused as long ({inputs.RESTART_GAP // 1000} s here), so it is not blamed on "
-                                      "the faults; on Flink it differs between a run with failures and one without."})
-    if floats:
-        cert.findings.append({"finding": "output depends on Types.FLOAT() state precision across a restore",
-                              "scenarios": floats,
-                              "hint": "PyFlink's Python state cache hands back the double a function wrote to "
-                                      "Types.FLOAT() state; a checkpoint stores it in single precision and a restore "
-                                      "reads that back, so results computed from it after a failure differ in their "
-                                      "last digits (Apache Flink 2.3 does the same). Types.DOUBLE() state keeps them "
-                                      "equal."})
+    for label, (finding, hint) in FINDINGS.items():
+        if found[label]:
+            cert.findings.append({"finding": finding, "scenarios": found[label], "hint": hint})
     if out is not None:
         cert.write(Path(out))
     return cert
 
+
+# the findings (reach labels of certify_checks) a certificate reports apart: (what, why not a fault)
+FINDINGS = {
+    checks.FINDING_ARRIVAL_ORDER: (
+        "output depends on arrival order across sources",
+        "its failure-free runs of the same input differ between schedules; Flink does not order records of "
+        "parallel sources, so this output differs between runs of a real job too. Not blamed on faults: such "
+        "scenarios pass same-output when the committed output is one of the failure-free outputs."),
+    checks.FINDING_LATE: (
+        "output for late records depends on timing",
+        "a record at or below its source's watermark changes the output depending on when it meets the timers "
+        "(split firings, failover timing); Flink promises nothing there. Every property holds on the same scenarios "
+        "without the late records. Use allowed lateness / side outputs for late data if it matters."),
+    checks.FINDING_TIE_ORDER: (
+        "output depends on the order of equal-timestamp timers",
+        "timers of different keys with the same timestamp fire in an order Flink leaves open (a restore fires them "
+        "key group by key group), and this operator's output changes with it (state outside keyed state, such as a "
+        "field of the function). Not blamed on faults: the same faults with timers fired in key-group order "
+        "throughout give a failure-free run's output."),
+    checks.FINDING_RESTART_TIME: (
+        "output depends on how long a restart takes (processing time)",
+        "wall-clock time goes on while a job restarts: after a restore, processing-time timers came due or state TTL "
+        "expired that a restart taking no time would have left alone. The committed output is the failure-free "
+        f"output of the same input paused as long ({inputs.RESTART_GAP // 1000} s here), so it is not blamed on the "
+        "faults; on Flink it differs between a run with failures and one without."),
+    checks.FINDING_FLOAT_STATE: (
+        "output depends on Types.FLOAT() state precision across a restore",
+        "PyFlink's Python state cache hands back the double a function wrote to Types.FLOAT() state; a checkpoint "
+        "stores it in single precision and a restore reads that back, so results computed from it after a failure "
+        "differ in their last digits (Apache Flink 2.3 does the same). Types.DOUBLE() state keeps them equal."),
+}
 
 _HINTS = {
     "timer fired before end of input": "records whose timestamps span the operator's time constants (--records, "

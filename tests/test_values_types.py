@@ -184,26 +184,6 @@ def test_an_operator_on_records_with_dates_decimals_and_bytes_is_certified():
     assert all(r["coverage"]["non-empty output"] > 0 for r in c.results), c.markdown()
 
 
-class _FloatSum:
-    """A running sum in ``Types.FLOAT()`` ValueState, emitted on every record (state_access.py's shape)."""
-
-    @staticmethod
-    def build():
-        from streamproof.flink.datastream import KeyedProcessFunction
-        from streamproof.flink.datastream.state import ValueStateDescriptor
-
-        class FloatSum(KeyedProcessFunction):
-            def open(self, runtime_context):
-                self.sum = runtime_context.get_state(ValueStateDescriptor("sum", Types.FLOAT()))
-
-            def process_element(self, value, ctx):
-                current = (self.sum.value() or 0.0) + value[1]
-                self.sum.update(current)
-                yield value[0], current
-
-        return FloatSum
-
-
 def test_float_state_reads_back_the_double_written_until_a_checkpoint_restores_it():
     """PyFlink's Python state cache hands back the double a function wrote to FLOAT state; a
     checkpoint serializes it in single precision and a restore reads that back (Apache Flink 2.3,
@@ -212,12 +192,13 @@ def test_float_state_reads_back_the_double_written_until_a_checkpoint_restores_i
     import struct
 
     from streamproof import testing
+    from tests.test_certify_restart import FloatSum
 
-    harness = testing.for_keyed_process_function(_FloatSum.build(), lambda v: v[0])
+    harness = testing.for_keyed_process_function(FloatSum, lambda v: v[0])
     harness.process_element(("a", 110.1), 1).process_element(("a", 20.0), 2)
     assert harness.extract_output_values() == [("a", 110.1), ("a", 130.1)]
     snapshot = harness.snapshot()
-    restored = testing.for_keyed_process_function(_FloatSum.build(), lambda v: v[0])
+    restored = testing.for_keyed_process_function(FloatSum, lambda v: v[0])
     restored.restore([snapshot])
     restored.process_element(("a", 1.0), 3)
     single = struct.unpack("f", struct.pack("f", 130.1))[0]
