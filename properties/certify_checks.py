@@ -22,7 +22,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
-from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
+from streamproof.flink.common.typeinfo import float_writes, floats_rounded, floats_rounded_on_write
 from streamproof.impl.job import JobSpec
 from streamproof.impl.one_operator_job import simulate_one_operator
 from streamproof.impl.sim import Fault, SimulationResult
@@ -154,7 +154,13 @@ class Runs:
     @property
     def faulty(self):
         """Interruptible timers on, the scenario's faults and schedule."""
-        return self._get("faulty", lambda: _run(self.scenario, True, self.seeds[0], faults_of(self.scenario)))
+        return self._get("faulty", self._faulty)
+
+    def _faulty(self):
+        floats = float_writes()
+        run = _run(self.scenario, True, self.seeds[0], faults_of(self.scenario))
+        self.wrote_floats = float_writes() > floats  # Types.FLOAT() state kept as written
+        return run
 
     def off(self, i: int):
         """Failure-free, interruptible timers off, schedule ``i`` (0: the scenario's)."""
@@ -552,10 +558,12 @@ def _same_output(scenario: Scenario, r: Runs):
     problem = _same_output_as_run(scenario, r)
     if problem is not None and scenario.params.get("restart_gap"):
         instant = dataclasses.replace(scenario, params={**scenario.params, "restart_gap": 0})
-        if _same_output(instant, runs(instant)) is None:
+        other = runs(instant)
+        if (isinstance(other.faulty, str) or isinstance(r.faulty, str) or output(other.faulty) != output(r.faulty)) \
+                and _same_output(instant, other) is None:
             note(FINDING_RESTART_TIME)
             return None  # the restart's processing time alone made the difference (a finding)
-    if problem is not None and not floats_rounded():
+    if problem is not None and getattr(r, "wrote_floats", True) and not floats_rounded():
         with floats_rounded_on_write():  # no state cache: Types.FLOAT() state single precision from the write on
             rounded = _same_output_as_run(scenario, runs(scenario))
         if rounded is None:

@@ -187,13 +187,14 @@ def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str
     if not isinstance(unsplit, str) and unsplit.committed != faulty.committed and any(
             not isinstance(r, str) and r.committed == unsplit.committed for r in references(subject, scenario, faulty)):
         return Outcome()  # the splits changed it: job.interruptible-timers judges splits
-    instant = same_output(subject, dataclasses.replace(scenario, restart_gap=0), late_check=late_check) \
-        if scenario.restart_gap else None
-    if instant is not None and (instant.message is None or instant.finding):  # held, or another finding
+    instant = dataclasses.replace(scenario, restart_gap=0)
+    if scenario.restart_gap and _commits_otherwise(subject, instant, faulty) and \
+            ((o := same_output(subject, instant, late_check=late_check)).message is None or o.finding):
+        # the restart's processing time changed the output, and without it: held, or another finding
         return Outcome(f"the committed output differs when the restart takes {scenario.restart_gap} ms of processing "
                        f"time and not when it takes none: {describe_difference(faulty, first)}",
                        finding=FINDING_RESTART_TIME)
-    if not floats_rounded():  # no state cache: Types.FLOAT() state single precision from the write on
+    if faulty.wrote_floats and not floats_rounded():  # no state cache: FLOAT state single precision from the write on
         with floats_rounded_on_write():
             rounded = same_output(subject, scenario, late_check=late_check)
         if rounded.message is None:
@@ -211,6 +212,12 @@ def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str
                            finding=FINDING_LATE)
     return Outcome(f"the committed output is no failure-free run's: {describe_difference(faulty, first)}"
                    f"{diagnose(subject, scenario, first.committed)}")
+
+
+def _commits_otherwise(subject: JobSubject, scenario: JobScenario, faulty: JobRun) -> bool:
+    """Whether ``scenario`` (the faulty run's, one thing changed) commits another output."""
+    run = simulate(subject, scenario)
+    return isinstance(run, str) or run.committed != faulty.committed
 
 
 def diagnose(subject: JobSubject, scenario: JobScenario, reference: Counter) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamproof.flink import pipeline as pl
+from streamproof.flink.common.typeinfo import float_writes
 from streamproof.impl.graph_job import GraphJobSpec
 from streamproof.impl.job import PeriodicWatermark
 from streamproof.impl.operators import StreamRecord
@@ -255,6 +256,7 @@ class JobRun:
     applied: list
     interrupted: int
     written: list = field(default_factory=list)  # per source subtask of the run: its subtask as written
+    wrote_floats: bool = False  # a Types.FLOAT() state value was kept as written (PyFlink's state cache)
 
     @property
     def lineage(self) -> dict | None:
@@ -321,6 +323,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
                         restore_clock_gap=scenario.restart_gap,
                         forced_lineage=lineage.lineage if lineage is not None else None)
     rng = random.Random(scenario.seed)
+    floats = float_writes()
     try:
         job = _observed_graph_job()(spec, None, random.Random(rng.random()))
         budget = max(10_000, STEPS_PER_ELEMENT * sum(len(elements) for elements in spec.sources))
@@ -331,7 +334,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
         return f"{type(e).__name__}: {' '.join(str(e).split())}{_where(e, subject.pipeline.file)}"
     raw = job.external.output()
     return JobRun(Counter(canonical(v) for v in raw), raw, job, steps, applied, interrupted,
-                  [w for w, _, _ in subject.lanes(scenario.parallelism, scenario.uniform)])
+                  [w for w, _, _ in subject.lanes(scenario.parallelism, scenario.uniform)], float_writes() > floats)
 
 
 def _where(error: BaseException, job_file: str) -> str:

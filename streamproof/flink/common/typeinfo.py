@@ -406,6 +406,14 @@ def floats_rounded_on_write():
         _ROUNDED_ON_WRITE.pop()
 
 
+_FLOAT_WRITES = [0]
+
+
+def float_writes() -> int:
+    """How many Types.FLOAT() state values were kept as written (a run that adds none holds none)."""
+    return _FLOAT_WRITES[0]
+
+
 def floats_rounded() -> bool:
     """Whether :func:`floats_rounded_on_write` is open."""
     return _ROUNDED_ON_WRITE[-1]
@@ -436,7 +444,10 @@ def check_value(type_info: Any, value: Any, where: str) -> Any:
         elif kind is BasicType.FLOAT:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise bad("float")
-            return single_precision(value) if _ROUNDED_ON_WRITE[-1] else WrittenFloat(value)
+            if _ROUNDED_ON_WRITE[-1]:
+                return single_precision(value)
+            _FLOAT_WRITES[0] += 1
+            return WrittenFloat(value)
         elif kind is BasicType.DOUBLE:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise bad("float")
