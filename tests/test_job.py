@@ -158,3 +158,27 @@ def test_rescaled_unaligned_recovery_keeps_records_and_a_safe_watermark():
     assert sorted(r.key for r in records) == ["a", "b"]
     assert all(t[-1] == Watermark(5) for t in tasks)  # min(9, 5), after the records
     assert _replayed(2, 3, [old[0], [(0, StreamRecord("b", 2, 3))]])[0][-1] != Watermark(9)  # one buffer had none
+
+
+def test_only_the_properties_that_read_the_reference_simulate_it():
+    """Issue 30: job.watermarks and job.end-of-input read the faulty run alone; the failure-free
+    reference is simulated (and checked against model/job.py) only for the properties that
+    compare with it."""
+    from unittest import mock
+
+    from streamproof.properties.job import check
+
+    simulated = []
+    real = check._run.__wrapped__
+
+    def counting(text, on_graph, reference):
+        simulated.append(reference)
+        return real(text, on_graph, reference)
+
+    for name in ("job.watermarks", "job.end-of-input", "job.exactly-once", "job.timer-effects-once"):
+        simulated.clear()
+        with mock.patch.object(check, "_run", counting):
+            assert explore(registry.get(name), 5, seed=0, shrink=False).holds
+        assert simulated.count(True) == (5 if name in check.READS_REFERENCE else 0), name
+        assert simulated.count(False) == 5
+    assert check.READS_REFERENCE == {"job.exactly-once", "job.timer-effects-once"}

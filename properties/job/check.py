@@ -75,10 +75,19 @@ def _run(text: str, on_graph: bool, reference: bool) -> SimulationResult | str:
 clears_on_patch(_run.cache_clear)
 
 
+def faulty_run(scenario: Scenario, on_graph: bool = False) -> SimulationResult | str:
+    """The scenario's run with its faults."""
+    return _run(dump_scenario(scenario), on_graph or is_graph(scenario), False)
+
+
+def reference_run(scenario: Scenario, on_graph: bool = False) -> SimulationResult | str:
+    """The scenario's failure-free run, interruptible timers off (run only where it is read)."""
+    return _run(dump_scenario(scenario), on_graph or is_graph(scenario), True)
+
+
 def runs(scenario: Scenario, on_graph: bool = False) -> tuple[SimulationResult | str, SimulationResult | str]:
     """(faulty run, reference run) of a scenario."""
-    text, graph = dump_scenario(scenario), on_graph or is_graph(scenario)
-    return _run(text, graph, False), _run(text, graph, True)
+    return faulty_run(scenario, on_graph), reference_run(scenario, on_graph)
 
 
 def _observed(run: SimulationResult) -> list[dict]:
@@ -133,19 +142,24 @@ def _reach_graph(run: SimulationResult) -> None:
 
 
 def check_job(scenario: Scenario, prop: str) -> Verdict:
-    faulty, reference = runs(scenario)
+    """The property on the scenario's faulty run; a property that compares with the failure-free
+    run (:data:`READS_REFERENCE`) first checks that run against ``model/job.py``."""
+    reads = prop in READS_REFERENCE
+    reference = reference_run(scenario) if reads else None
     if isinstance(reference, str):
         return Verdict(prop, False, [], "reference-run", f"the failure-free run did not finish: {reference}")
+    faulty = faulty_run(scenario)
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
     observed = _observed(faulty)
-    expected = model_reference(scenario)
-    if Counter(reference.committed) != expected:
-        extra = sorted(Counter(reference.committed) - expected, key=repr)[:3]
-        missing = sorted(expected - Counter(reference.committed), key=repr)[:3]
-        return Verdict(prop, False, observed, "reference-run-matches-model",
-                       f"the failure-free run differs from model/job.py: extra {extra}, missing {missing}")
+    if reads:
+        expected = model_reference(scenario)
+        if Counter(reference.committed) != expected:
+            extra = sorted(Counter(reference.committed) - expected, key=repr)[:3]
+            missing = sorted(expected - Counter(reference.committed), key=repr)[:3]
+            return Verdict(prop, False, observed, "reference-run-matches-model",
+                           f"the failure-free run differs from model/job.py: extra {extra}, missing {missing}")
     problem = CHECKS[prop](faulty, reference)
     if problem:
         invariant, message = problem
@@ -314,6 +328,10 @@ def check_liveness(scenario: Scenario, prop: str) -> Verdict:
         return Verdict(prop, False, _observed(faulty), *problem)
     return Verdict(prop, True, _observed(faulty))
 
+
+# the properties that compare the faulty run with the failure-free one (the others read the faulty
+# run alone and never simulate the reference: issue 30, a third of a job example's time)
+READS_REFERENCE = frozenset({"job.exactly-once", "job.timer-effects-once"})
 
 CHECKS = {
     "job.exactly-once": _exactly_once,

@@ -23,7 +23,7 @@ from streamproof.impl import windows
 from streamproof.model import eos as eos_model
 from streamproof.impl.windows import SumAggregate
 from streamproof.properties.job.inputs import _inputs
-from streamproof.properties.job.check import check_job, graph_spec, runs
+from streamproof.properties.job.check import check_job, faulty_run, graph_spec, reference_run
 from streamproof.properties.job.functions import count_and_sum, number
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, graph_of, sources_of
 from streamproof.properties.reach import note
@@ -40,7 +40,7 @@ def _flagged(scenario: Scenario) -> tuple:
 
 
 def _run(scenario: Scenario, prop: str):
-    faulty, _ = runs(scenario, on_graph=True)  # a one-stage job runs as its graph (nothing flagged: holds)
+    faulty = faulty_run(scenario, on_graph=True)  # a one-stage job runs as its graph (nothing flagged: holds)
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     if faulty.metrics.get("declined"):
@@ -77,7 +77,7 @@ def _scheduling(scenario: Scenario, run) -> tuple | None:
 def _sorted_equals_streaming(scenario: Scenario, run) -> tuple | None:
     """In the failure-free run, each flagged ``eos_window_sum`` reading sources directly emitted what
     the sorted path computes from those sources' records."""
-    _, reference = runs(scenario, on_graph=True)
+    reference = reference_run(scenario, on_graph=True)
     graph, flagged, _ = _flagged(scenario)
     subtasks = graph.source_subtasks()
     inputs = sources_of(scenario)

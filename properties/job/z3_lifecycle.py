@@ -595,7 +595,7 @@ def find_schedule(scenario: dict, variant: str | None, realized=None) -> dict:
     candidate, whose round trip will then report the failure."""
     from streamproof.properties import registry
     from streamproof.properties.bugzoo import get_variant
-    from streamproof.properties.job.check import runs
+    from streamproof.properties.job.check import faulty_run
     from streamproof.properties.scenario import scenario_from_dict
 
     def candidate(interval: int, seed: int) -> dict:
@@ -610,7 +610,7 @@ def find_schedule(scenario: dict, variant: str | None, realized=None) -> dict:
             chosen = candidate(interval, seed)
             parsed = scenario_from_dict(chosen)
             if realized is not None:
-                faulty, _ = runs(parsed)
+                faulty = faulty_run(parsed)
                 if not isinstance(faulty, str) and realized(faulty):
                     return chosen
                 continue
