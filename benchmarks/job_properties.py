@@ -4,8 +4,11 @@ Issue 30: every job example simulated the failure-free reference, although only
 ``job.exactly-once`` and ``job.timer-effects-once`` read it (``properties.job.check.READS_REFERENCE``).
 Both sides run in this process, alternating: *every* (the reference simulated for every property,
 as before) and *read* (only where a property reads it); each explores the same seeded examples
-(the run cache cleared before each exploration), and both must give the same verdicts. It asserts
-nothing about time.
+(the run cache cleared before each exploration), and both must give the same verdicts.
+
+A second table explores the four properties one after another, as ``streamproof check job`` does,
+sharing the run cache: with 256 entries (before) and ``RUN_CACHE_SIZE`` (now), alternating. It
+asserts nothing about time.
 
     python -m benchmarks.job_properties [--examples 60] [--seeds 0,1] [--repeats 2]
 """
@@ -13,6 +16,7 @@ nothing about time.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -50,6 +54,18 @@ class Row:
         return self.every_s / self.read_s
 
 
+@dataclass
+class FamilyRow:
+    size: int
+    examples: int
+    seconds: float
+    speedup: float
+
+    @property
+    def rate(self) -> float:
+        return self.examples / self.seconds
+
+
 def _explore(prop: str, examples: int, seed: int, every: bool):
     check._run.cache_clear()
     reads = frozenset(PROPERTIES) if every else check.READS_REFERENCE
@@ -83,10 +99,27 @@ def main(argv: list[str] | None = None) -> int:
                                      f"{wanted} vs {verdicts}")
                 best[every] = min(best[every], total)
         rows.append(Row(prop, args.examples * len(seeds), best[True], best[False]))
+    inner = check._run.__wrapped__
+    best = {}
+    for _ in range(args.repeats):
+        for size in (256, check.RUN_CACHE_SIZE):
+            cached = functools.lru_cache(maxsize=size)(inner)
+            with mock.patch.object(check, "_run", cached):
+                start = time.perf_counter()
+                for seed in seeds:
+                    for prop in PROPERTIES:
+                        explore(registry.get(prop), args.examples, seed=seed, shrink=False)
+                best[size] = min(best.get(size, float("inf")), time.perf_counter() - start)
+    examples = args.examples * len(seeds) * len(PROPERTIES)
+    family_rows = [FamilyRow(size, examples, best[size], best[256] / best[size]) for size in (256, check.RUN_CACHE_SIZE)]
     print(format_table(rows, [("property", "prop", "{}"), ("examples", "examples", "{}"),
                               ("every s", "every_s", "{:.2f}"), ("every ex/s", "every_rate", "{:.1f}"),
                               ("read s", "read_s", "{:.2f}"), ("read ex/s", "read_rate", "{:.1f}"),
                               ("speed-up", "speedup", "{:.2f}x")]))
+    print()
+    print(format_table(family_rows, [("run cache", "size", "{}"), ("examples", "examples", "{}"),
+                                     ("seconds", "seconds", "{:.2f}"), ("ex/s", "rate", "{:.1f}"),
+                                     ("speed-up", "speedup", "{:.2f}x")]))
     return 0
 
 

@@ -56,7 +56,13 @@ def is_graph(scenario: Scenario) -> bool:
     return job_params(scenario)["graph"] is not None
 
 
-@lru_cache(maxsize=256)
+# the job properties draw the same scenarios from one seed and explore one after another: the cache
+# must hold a whole exploration's runs (faulty and reference) for the next property to find them.
+# 256 entries missed everything at the default 300 examples; a run is about 70 kB (issue 30)
+RUN_CACHE_SIZE = 2048
+
+
+@lru_cache(maxsize=RUN_CACHE_SIZE)
 def _run(text: str, on_graph: bool, reference: bool) -> SimulationResult | str:
     """The faulty run of a scenario, or its reference (failure-free, interruptible timers off);
     a scenario with a graph (or ``on_graph``) runs on the job-graph runtime. Cached: every job
