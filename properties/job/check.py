@@ -1,7 +1,7 @@
 """Checks of a ``job`` scenario: the faulty run (interruptions, checkpoints, failures, rescales)
-against the job's reference, its failure-free uninterrupted run.
+against the job's reference, the output of its failure-free run as ``model/job.py`` gives it.
 
-  * ``job.exactly-once``: the committed output equals the reference's as a multiset, and per key
+  * ``job.exactly-once``: the committed output equals the reference as a multiset, and per key
     in the order the operator promises (window ends increasing);
   * ``job.timer-effects-once``: every timer's effect (key, timer timestamp) is committed exactly once,
     and (the task's bookkeeping) every snapshot was taken between mails, none inside a callback;
@@ -148,25 +148,28 @@ def _reach_graph(run: SimulationResult) -> None:
 
 
 def check_job(scenario: Scenario, prop: str) -> Verdict:
-    """The property on the scenario's faulty run; a property that compares with the failure-free
-    run (:data:`READS_REFERENCE`) first checks that run against ``model/job.py``."""
-    reads = prop in READS_REFERENCE
-    reference = reference_run(scenario) if reads else None
-    if isinstance(reference, str):
-        return Verdict(prop, False, [], "reference-run", f"the failure-free run did not finish: {reference}")
+    """The property on the scenario's faulty run. A property that compares with the failure-free
+    output (:data:`READS_REFERENCE`) compares with ``model/job.py``'s; the failure-free *run* is
+    simulated only when the faulty run's output differs, to say which run is wrong: when it too
+    differs from the model the invariant is ``reference-run-matches-model`` (issue 30: the
+    reference run was a third of such an example's time and, where the faulty output matches the
+    model, changes no verdict)."""
     faulty = faulty_run(scenario)
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
     observed = _observed(faulty)
-    if reads:
-        expected = model_reference(scenario)
+    expected = model_reference(scenario) if prop in READS_REFERENCE else None
+    problem = CHECKS[prop](faulty, expected)
+    if problem and expected is not None:
+        reference = reference_run(scenario)
+        if isinstance(reference, str):
+            return Verdict(prop, False, [], "reference-run", f"the failure-free run did not finish: {reference}")
         if Counter(reference.committed) != expected:
             extra = sorted(Counter(reference.committed) - expected, key=repr)[:3]
             missing = sorted(expected - Counter(reference.committed), key=repr)[:3]
             return Verdict(prop, False, observed, "reference-run-matches-model",
                            f"the failure-free run differs from model/job.py: extra {extra}, missing {missing}")
-    problem = CHECKS[prop](faulty, reference)
     if problem:
         invariant, message = problem
         return Verdict(prop, False, observed, invariant, message)
@@ -183,8 +186,8 @@ def model_reference(scenario: Scenario) -> Counter:
     return job_model.reference_output(params["operator"], sources, params["drain"])
 
 
-def _exactly_once(run: SimulationResult, reference: SimulationResult):
-    got, want = Counter(run.committed), Counter(reference.committed)
+def _exactly_once(run: SimulationResult, expected: Counter):
+    got, want = Counter(run.committed), expected
     if got != want:
         extra, missing = sorted(got - want, key=repr)[:3], sorted(want - got, key=repr)[:3]
         return "committed-equals-reference", f"extra {extra}, missing {missing}"
@@ -222,10 +225,10 @@ def _snapshots_between_mails(run: SimulationResult):
     return None
 
 
-def _timer_effects_once(run: SimulationResult, reference: SimulationResult):
+def _timer_effects_once(run: SimulationResult, expected: Counter):
     if (problem := _snapshots_between_mails(run)) is not None:
         return problem
-    effects, wanted = _effects(run.committed), _effects(reference.committed)
+    effects, wanted = _effects(run.committed), _effects(expected.elements())
     twice = [e for e, n in effects.items() if n > wanted.get(e, 1)]
     if twice:
         return "each-timer-effect-once", f"timer effects committed more than once: {sorted(twice, key=repr)[:3]}"
@@ -247,7 +250,7 @@ def _one_continuation(run: SimulationResult):
     return None
 
 
-def _watermarks(run: SimulationResult, reference: SimulationResult):
+def _watermarks(run: SimulationResult, expected: Counter | None):
     if (problem := _one_continuation(run)) is not None:
         return problem
     for attempt, subtask, log in run.output_logs:
@@ -265,7 +268,7 @@ def _watermarks(run: SimulationResult, reference: SimulationResult):
     return None
 
 
-def _end_of_input(run: SimulationResult, reference: SimulationResult):
+def _end_of_input(run: SimulationResult, expected: Counter | None):
     for attempt, subtask, log in run.output_logs:
         kinds = [e[0] for e in log]
         if "end_of_data" not in kinds:
@@ -284,7 +287,7 @@ def _end_of_input(run: SimulationResult, reference: SimulationResult):
 TIMER_MAIL_STEPS = 3  # a processing-time timer's mail runs within this many of its task's mailbox steps
 
 
-def _watermark_liveness(run: SimulationResult, reference: SimulationResult):
+def _watermark_liveness(run: SimulationResult, expected: Counter | None):
     from streamproof.impl.chain import LAG_STEPS
     for attempt, label, lag in run.metrics["watermark_lags"]:
         if lag > LAG_STEPS:
@@ -294,7 +297,7 @@ def _watermark_liveness(run: SimulationResult, reference: SimulationResult):
     return None
 
 
-def _timer_liveness(run: SimulationResult, reference: SimulationResult):
+def _timer_liveness(run: SimulationResult, expected: Counter | None):
     delays = run.metrics["timer_delays"]
     if delays and max(delays) > TIMER_MAIL_STEPS:
         return ("processing-timer-mail-runs",
@@ -302,7 +305,7 @@ def _timer_liveness(run: SimulationResult, reference: SimulationResult):
     return None
 
 
-def _drain_liveness(run: SimulationResult, reference: SimulationResult):
+def _drain_liveness(run: SimulationResult, expected: Counter | None):
     from streamproof.impl.timers import MAX_WATERMARK as END
     if run.metrics["stranded"]:
         return "nothing-left-behind", f"{run.metrics['stranded']} elements reached a task after its EndOfData"
@@ -329,7 +332,7 @@ def check_liveness(scenario: Scenario, prop: str) -> Verdict:
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
-    problem = LIVENESS[prop](faulty, faulty)
+    problem = LIVENESS[prop](faulty, None)
     if problem:
         return Verdict(prop, False, _observed(faulty), *problem)
     return Verdict(prop, True, _observed(faulty))
