@@ -71,6 +71,7 @@ class GraphJobSpec:
     restore_watermarks: bool = False
     histories: bool = False
     ended_sources_finished_on_restore: bool = False
+    retained_checkpoints: int | None = 1  # as impl.job.JobSpec's
 
     def __post_init__(self) -> None:
         if self.watermark_mode not in WATERMARK_MODES:

@@ -81,6 +81,10 @@ class JobSpec:
     # processing time (ms) that passes while the job restarts: a restored input-driven clock resumes
     # that much after its checkpoint's (wall-clock time goes on during a restart; docs/decisions.md)
     restore_clock_gap: int = 0
+    # Flink's state.checkpoints.num-retained: completed checkpoints kept for a restore; an older one
+    # is subsumed (dropped) when a newer completes. None keeps them all (certification reads every
+    # checkpoint's state for its coverage)
+    retained_checkpoints: int | None = 1
 
     def __post_init__(self) -> None:
         if self.timer_tie_order not in TIE_ORDERS:
@@ -194,7 +198,11 @@ class CheckpointCoordinator:
         self.next_id = next_id
         self.next_trigger = interval
         self.pending: dict[int, dict] = {}
+        # the retained completed checkpoints, oldest first (Flink's CompletedCheckpointStore): a
+        # restore reads the latest; older ones are subsumed beyond ``retained_checkpoints``
         self.completed: list[CompletedCheckpoint] = []
+        self.completed_count = 0  # every checkpoint that completed, subsumed ones included
+        self.channel_state_records = 0  # in-flight records every completed checkpoint carried
         self.aborted = 0
         self.stop_savepoint: int | None = None  # no-drain: the savepoint that stops the job
 
@@ -248,11 +256,21 @@ class CheckpointCoordinator:
                                        pending["ended"])
             if self.latest() is not None:
                 done = self._carry_terminated(done)
-            self.completed.append(done)
+            self._store(done)
             self.job.events.append(("complete", checkpoint_id))
             for task in self.job.tasks:
                 if task.state not in (task.TERMINATED, task.FAILED):
                     task.notify_checkpoint_complete(checkpoint_id, terminate=checkpoint_id == self.stop_savepoint)
+
+    def _store(self, done: CompletedCheckpoint) -> None:
+        """Adds ``done`` and subsumes the checkpoints beyond the retained number (issue 30: keeping
+        every one made memory grow with the square of the input)."""
+        self.completed.append(done)
+        self.completed_count += 1
+        self.channel_state_records += sum(len(s.channel_state) for s in done.task_snapshots)
+        retained = self.job.spec.retained_checkpoints
+        if retained is not None and len(self.completed) > retained:
+            del self.completed[:-retained]
 
     def _carry_terminated(self, done: CompletedCheckpoint) -> CompletedCheckpoint:
         """A terminated task of this attempt acknowledges nothing more: its last snapshot stays

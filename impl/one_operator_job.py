@@ -40,7 +40,8 @@ def graph_spec_of(spec: JobSpec) -> GraphJobSpec:
                         eager_sources=spec.eager_sources, processing_time=spec.processing_time,
                         forced_elements=forced, timer_tie_order=spec.timer_tie_order,
                         restore_watermarks=spec.restore_watermarks, histories=True,
-                        ended_sources_finished_on_restore=finished, restore_clock_gap=spec.restore_clock_gap)
+                        ended_sources_finished_on_restore=finished, restore_clock_gap=spec.restore_clock_gap,
+                        retained_checkpoints=spec.retained_checkpoints)
 
 
 def simulate_one_operator(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
@@ -56,17 +57,16 @@ def _result(job, name: str, step: int, applied: list, interrupted_seen: int) -> 
     tasks = sorted(job.tasks, key=lambda t: t.vertex_subtask)
     every = [(t, op) for t in job.all_tasks for op in t.keyed]
     lineages = [t.lineage() for t in tasks]
-    completed = job.coordinator.completed
     chain = job.graph.chain_of[name]  # a failover event names the operator's parallelism, as one stage's does
     events = [e[:4] + (dict(e[4])[chain],) + e[5:] if e[0] == "failover" else e for e in job.events]
     return SimulationResult(
-        job.external.output(), step, job.failovers, len(completed),
+        job.external.output(), step, job.failovers, job.coordinator.completed_count,
         [(a, int(label[label.rindex("[") + 1:-1]), _increasing(log)) for a, label, log in job.output_logs
          if label.startswith(f"{name}[")],
         events, interrupted_seen, applied,
         [(t.attempt, t.vertex_subtask, op.watermark_processor.stalled) for t, op in every
          if op.watermark_processor.stalled],
-        sum(len(s.channel_state) for c in completed for s in c.task_snapshots),
+        job.coordinator.channel_state_records,
         flushes=[(t.attempt, t.vertex_subtask, op.flush) for t, op in every if op.flush is not None],
         late_records=sum(t.late_records for t in job.all_tasks),
         side_outputs=sum(t.side_outputs for t in job.all_tasks),

@@ -96,7 +96,7 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
         step += 1
         job.advance_clock(step)
         job.coordinator.maybe_trigger(step)
-        completed_now = len(job.coordinator.completed)
+        completed_now = job.coordinator.completed_count
         if any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
             checkpointed_during_interruption += completed_now > completed_seen
@@ -110,7 +110,7 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
                 continue
         completed_seen = completed_now
         due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step
-                    and (not f.checkpoints or len(job.coordinator.completed) >= f.checkpoints)), None)
+                    and (not f.checkpoints or job.coordinator.completed_count >= f.checkpoints)), None)
         if due is not None:
             pending.remove(due)
             applied.append(due)
@@ -134,20 +134,20 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
 def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
     stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
                for t in job.all_tasks if t.watermark_processor.stalled]
-    completed = job.coordinator.completed
-    channel_state = sum(len(s.channel_state) for c in completed for s in c.task_snapshots)
+    latest = job.coordinator.latest()
     final_timers = sorted(
-        ((timer.key, timer.timestamp) for s in completed[-1].task_snapshots
+        ((timer.key, timer.timestamp) for s in latest.task_snapshots
          for _, _, timer, _ in decode_snapshot(s.operator.timers).entries()), key=repr,
-    ) if completed else []
+    ) if latest else []
     final_processing = sorted(
-        ((timer.key, timer.timestamp, int(action)) for s in completed[-1].task_snapshots
+        ((timer.key, timer.timestamp, int(action)) for s in latest.task_snapshots
          for _, domain, timer, action in decode_snapshot(s.operator.timers).entries() if domain == "processing"),
         key=repr,
-    ) if completed else []
+    ) if latest else []
     flushes = [(t.attempt, t.subtask_index, t.flush) for t in job.all_tasks if t.flush is not None]
-    return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
-                            job.events, interrupted_seen, applied, stalled, channel_state, final_timers,
+    return SimulationResult(job.external.output(), step, job.failovers, job.coordinator.completed_count,
+                            job.output_logs, job.events, interrupted_seen, applied, stalled,
+                            job.coordinator.channel_state_records, final_timers,
                             final_processing, flushes, sum(t.late_records for t in job.all_tasks),
                             sum(t.side_outputs for t in job.all_tasks),
                             sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
@@ -177,8 +177,6 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
     keyed = [(t, op) for t in job.all_tasks for op in t.operators if hasattr(op, "watermark_processor")]
     stalled = [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.watermark_processor.stalled)
                for t, op in keyed if op.watermark_processor.stalled]
-    completed = job.coordinator.completed
-    channel_state = sum(len(s.channel_state) for c in completed for s in c.task_snapshots)
     final = []
     for task in job.tasks:
         for op in task.operators:
@@ -208,9 +206,9 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
         "chains": [c.name for c in job.graph.chains],
         "second_input_records": job.second_input_records,
     }
-    return SimulationResult(job.external.output(), step, job.failovers, len(completed), job.output_logs,
-                            job.events, interrupted_seen, applied, stalled, channel_state,
-                            late_records=sum(t.late_records for t in job.all_tasks),
+    return SimulationResult(job.external.output(), step, job.failovers, job.coordinator.completed_count,
+                            job.output_logs, job.events, interrupted_seen, applied, stalled,
+                            job.coordinator.channel_state_records, late_records=sum(t.late_records for t in job.all_tasks),
                             side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics,
                             task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
 

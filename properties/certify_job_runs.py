@@ -321,7 +321,8 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
                         async_mail_rate=scenario.mail_rate if mail_rate is None else mail_rate,
                         programs=built.programs, eager_sources=eager, processing_time="input",
                         restore_clock_gap=scenario.restart_gap,
-                        forced_lineage=lineage.lineage if lineage is not None else None)
+                        forced_lineage=lineage.lineage if lineage is not None else None,
+                        retained_checkpoints=None)  # coverage() and the restore offsets read them all
     rng = random.Random(scenario.seed)
     floats = float_writes()
     try:
