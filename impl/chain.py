@@ -22,7 +22,7 @@ from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
 from streamproof.impl.sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.task import (
     CheckpointBarrier, EndOfData, FlushRecord, MailboxWatermarkProcessor, OperatorTask, TaskConfig, TaskSnapshot,
-    pending_timers, flush_processing_time_timers,
+    consumed, pending_timers, flush_processing_time_timers,
 )
 from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
 
@@ -545,12 +545,14 @@ class ChainTask(OperatorTask):
         super().receive(channel, element)
 
     def _input_available(self) -> bool:
-        if self.state == self.RUNNING and self.output_blocked():
-            return False
-        return super()._input_available()
+        # input first: back-pressure (a scan of the channels written to) only matters when there is some
+        return super()._input_available() and not (self.state == self.RUNNING and self.output_blocked())
 
     def firing_interrupted(self) -> bool:
-        return any(op.interrupted for op in self.operators)
+        for op in self.operators:
+            if op.interrupted:
+                return True
+        return False
 
     def _process_record(self, record: StreamRecord) -> None:
         self.head.process_element(record)
@@ -626,10 +628,10 @@ class ChainTask(OperatorTask):
         states = {op.name: op.snapshot_state(checkpoint_id) for op in self.operators}
         return TaskSnapshot(self.subtask_index, self.key_group_range, None, states,
                             processing_time=self.processing_time_service.get_current_processing_time(),
-                            lineage=self.record_lineage(), vertex=self.name, vertex_subtask=self.vertex_subtask,
+                            lineage=consumed(self.inherited_records, self.record_picks), vertex=self.name, vertex_subtask=self.vertex_subtask,
                             channels=self.channel_ids, watermark=self.valve.last_output,
                             history={kg: (entries, len(entries)) for kg, entries in self.history.items()},
-                            element_lineage=self.lineage(),
+                            element_lineage=consumed(self.inherited, self.picks),
                             broadcast_state={op.name: op.broadcast_state.snapshot() for op in self.operators
                                              if getattr(op, "broadcast_state", None) is not None})
 

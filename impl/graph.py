@@ -89,6 +89,8 @@ class JobGraph:
         self.by_name = {op.name: op for op in self.operators}
         self._outputs: dict[str, list[Edge]] = {}
         self._source_subtasks: list[tuple[str, int]] | None = None
+        self._blocking_chains: frozenset[str] | None = None
+        self._regions: list[frozenset[str]] | None = None
         self.validate()
         self.chains = self._build_chains()
         self.chain_of = {op: chain.name for chain in self.chains for op in chain.operators}
@@ -167,18 +169,27 @@ class JobGraph:
         return JobGraph(ops, list(self.edges))
 
     # -- FLIP-331: blocking outputs and pipelined regions ---------------------------------------
-    def blocking_chains(self) -> set[str]:
+    def blocking_chains(self) -> frozenset[str]:
         """Chains holding an operator that emits only after end of stream: the flag marks the
-        whole chain (Flink 1.20's ``StreamingJobGraphGenerator``), whose outputs become BLOCKING."""
-        return {chain.name for chain in self.chains
-                if any(self.by_name[op].output_only_after_end_of_stream for op in chain.operators)}
+        whole chain (Flink 1.20's ``StreamingJobGraphGenerator``), whose outputs become BLOCKING
+        (computed once)."""
+        if self._blocking_chains is None:
+            self._blocking_chains = frozenset(
+                chain.name for chain in self.chains
+                if any(self.by_name[op].output_only_after_end_of_stream for op in chain.operators))
+        return self._blocking_chains
 
     def is_blocking(self, edge: Edge) -> bool:
         return not self.is_chained(edge) and self.chain_of[edge.source] in self.blocking_chains()
 
-    def regions(self) -> list[set[str]]:
+    def regions(self) -> list[frozenset[str]]:
         """Pipelined regions: chains joined by pipelined (non-blocking) network edges; a region
-        is scheduled, and restarted, as a whole."""
+        is scheduled, and restarted, as a whole (computed once; read, never modify)."""
+        if self._regions is None:
+            self._regions = self._pipelined_regions()
+        return self._regions
+
+    def _pipelined_regions(self) -> list[frozenset[str]]:
         parent = {chain.name: chain.name for chain in self.chains}
 
         def find(name: str) -> str:
@@ -192,7 +203,7 @@ class JobGraph:
         for chain in self.chains:
             regions.setdefault(find(chain.name), set()).add(chain.name)
         order = [c.name for c in self.chains]
-        return sorted(regions.values(), key=lambda r: min(order.index(c) for c in r))
+        return [frozenset(r) for r in sorted(regions.values(), key=lambda r: min(order.index(c) for c in r))]
 
     def slots_needed(self, chains: set[str]) -> int:
         """Slots for running ``chains`` at once: per slot-sharing group, its largest parallelism."""
