@@ -522,13 +522,16 @@ class TaskBookkeeping:
             self.log.append(("snapshot", attempt, label, checkpoint_id, callback(), task.firing_interrupted()))
             return snapshot(checkpoint_id)
 
+        priorities = [executor.priority for _, executor, _ in operators]
+
         def observed_step():
             ran = run_step()
-            for _, executor, processor in operators:
-                pending = sum(1 for mail in task.mailbox.pending_mails()
-                              if mail.description == "emitWatermarkInsideMailbox" and mail.priority == executor.priority)
-                if pending > 1:
-                    self.log.append(("continuations", attempt, label, executor.priority, pending))
+            continuations = Counter(mail.priority for mail in task.mailbox.pending_mails()
+                                    if mail.description == "emitWatermarkInsideMailbox")
+            if continuations:
+                for priority in priorities:
+                    if continuations[priority] > 1:
+                        self.log.append(("continuations", attempt, label, priority, continuations[priority]))
             return ran
 
         def observed_watermark(timestamp):

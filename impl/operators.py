@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Iterable
 
 from streamproof.impl.keygroups import CompositeKey, KeyGroupRange, assign_to_key_group
 from streamproof.impl.operator_timers import OperatorProcessingTimeService
-from streamproof.impl.snapshots import restore_from_snapshots, start_snapshot
+from streamproof.impl.snapshots import restore_from_snapshots, snapshot_at_once
 from streamproof.impl.timers import (
     InternalTimeServiceManager, InternalTimer, InternalTimerService, KeyContext, MAX_WATERMARK,
 )
@@ -721,13 +721,13 @@ class KeyedProcessOperator:
 
     # -- checkpoints ------------------------------------------------------------------------
     def snapshot_state(self, format_version: int = 2) -> OperatorSnapshot:
-        """The synchronous part starts a copy-on-write timer snapshot (O(1) in the number of
-        timers, FLINK-9182); its asynchronous part is run to completion here, since nothing can
-        change the timers before the simulated task's next step. Format 1 writes no termination
-        actions (restored as CANCEL)."""
-        timer_snapshot = start_snapshot(self.time_service_manager, format_version)
-        keyed_state = self.state_backend.snapshot()
-        return OperatorSnapshot(keyed_state, timer_snapshot.finish())
+        """The timers' snapshot file (FLINK-9182's format) with a point-in-time copy of the keyed
+        state. Nothing can change the timers between the synchronous and the asynchronous part
+        here (the simulated task takes both in one mailbox step), so both run back to back
+        without copy-on-write routing (``snapshot_at_once``: the same file). Format 1 writes no
+        termination actions (restored as CANCEL)."""
+        timers = snapshot_at_once(self.time_service_manager, format_version)
+        return OperatorSnapshot(self.state_backend.snapshot(), timers)
 
     def pending_timers(self) -> int:
         return self.time_service_manager.num_event_time_timers() + self.time_service_manager.num_processing_time_timers()

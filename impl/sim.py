@@ -90,6 +90,7 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
     interrupted_seen = checkpointed_during_interruption = 0
     completed_seen = 0
     step = 0
+    eager = getattr(job.spec, "eager_sources", False)
     while not job.done:
         if step >= max_steps:
             raise SimulationError(f"job did not finish within {max_steps} steps (livelock?)")
@@ -100,18 +101,18 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
         if any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
             checkpointed_during_interruption += completed_now > completed_seen
-            due = next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (
+            due = pending and next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (
                 f.nth <= checkpointed_during_interruption if f.after_checkpoint else f.nth <= interrupted_seen)), None)
-            if due is not None:
+            if due:
                 pending.remove(due)
                 applied.append(due)
                 victim = next(t for t in job.tasks if t.state != t.FAILED and t.firing_interrupted())
                 job.failover(victim.subtask_index, "failure inside an interrupted firing")
                 continue
         completed_seen = completed_now
-        due = next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step
-                    and (not f.checkpoints or job.coordinator.completed_count >= f.checkpoints)), None)
-        if due is not None:
+        due = pending and next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step
+                                and (not f.checkpoints or job.coordinator.completed_count >= f.checkpoints)), None)
+        if due:
             pending.remove(due)
             applied.append(due)
             where = {"operator": due.operator} if due.operator else {}
@@ -119,7 +120,7 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
                          **where)
             continue
         actions = [s.emit_next for s in job.sources if s.is_runnable()]
-        if actions and getattr(job.spec, "eager_sources", False):
+        if actions and eager:
             actions[0]()
             continue
         actions += [t.run_step for t in job.tasks if t.is_runnable()]
