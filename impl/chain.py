@@ -528,7 +528,20 @@ class ChainTask(OperatorTask):
 
     # -- running -----------------------------------------------------------------------------
     def is_runnable(self) -> bool:
-        return self.deployed and super().is_runnable()
+        # a running task's OperatorTask.is_runnable and _input_available inlined: the scheduler
+        # asks every task at every step (issue 30); the same answer
+        if not self.deployed:
+            return False
+        state = self.state
+        if state == self.RUNNING:
+            if self.mailbox.has_mail():
+                return True
+            inputs, blocked = self.inputs, self.blocked
+            available = any(inputs) if not blocked else any(q and i not in blocked for i, q in enumerate(inputs))
+            return available and not self.output_blocked()
+        if state in (self.TERMINATED, self.FAILED):
+            return False
+        return self.mailbox.has_mail() or self._input_available()
 
     def run_step(self) -> bool:
         if self.started_at is None:  # metric: when it first ran (the processing-time clock is the step)
