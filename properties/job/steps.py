@@ -9,6 +9,8 @@ it the job is the one-stage graph source --keyBy--> ``params.operator`` -> sink.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from streamproof.impl.graph import GraphError, JobGraph, graph_from_json, one_stage_graph
@@ -254,7 +256,14 @@ def graph_of(scenario: Scenario) -> JobGraph:
     params = job_params(scenario)
     if params["graph"] is None:
         return one_stage_graph(params["operator"], params["sources"], params["parallelism"])
-    return with_declared_attributes(graph_from_json(params["graph"], params["sources"]))
+    return _parsed_graph(json.dumps(params["graph"], sort_keys=True), params["sources"])
+
+
+@lru_cache(maxsize=1024)
+def _parsed_graph(text: str, sources: int) -> JobGraph:
+    """A graph parsed once per text (a job graph is read, never changed; issue 30: one example
+    parsed its graph seven times)."""
+    return with_declared_attributes(graph_from_json(json.loads(text), sources))
 
 
 def with_declared_attributes(graph: JobGraph) -> JobGraph:
