@@ -59,7 +59,8 @@ def test_properties_and_variants_are_registered():
     ours = {v.name: v.caught_by for v in all_variants() if v.caught_by.startswith("snapshots.")}
     assert set(ours) == {"seed-single-create-delete-pair", "physical-delete-while-snapshot-runs",
                          "snapshot-sees-newer-timers", "tombstones-never-purged", "crc-not-checked",
-                         "format-1-restores-trigger", "section-crc-skips-payload"}
+                         "format-1-restores-trigger", "section-crc-skips-payload",
+                         "compaction-shows-the-newest-snapshot-the-live-value"}
 
 
 def test_examples_replay_and_hold():

@@ -83,6 +83,25 @@ def tombstones_never_purged():
         yield
 
 
+@variant("compaction-shows-the-newest-snapshot-the-live-value", "FLINK-9182 (seed design)", POINT_IN_TIME,
+         "When a snapshot ends while others run, compaction records a timer's live value as seen from "
+         "the newest running snapshot on (one version too early): that snapshot, which started before "
+         "the change, writes the timer as it is now (issue 31: compaction with several snapshots open).")
+@contextmanager
+def compaction_shows_the_newest_snapshot_the_live_value():
+    original = VersionedTimerQueue.compact
+
+    def compact(self, key_group, running):
+        original(self, key_group, running)
+        per_key_group = self.history.get(key_group) or {}
+        for element, history in per_key_group.items():
+            if len(history) > 1 and history[-1][0] == running[-1]:
+                per_key_group[element] = history[:-1] + ((running[-1] - 1, history[-1][1]),)  # BUG
+
+    with patched(VersionedTimerQueue, compact=compact):
+        yield
+
+
 @variant("crc-not-checked", "streamproof", RESTORE,
          "The reader does not verify the CRC32s: a bit flipped in a timestamp, key or action restores "
          "a different timer instead of failing with SnapshotFormatError.")

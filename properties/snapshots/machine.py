@@ -32,6 +32,8 @@ ACTIONS = st.sampled_from([None, "CANCEL", "TRIGGER", "WAIT"])
 # the timers family covers); here an advance must fire every due timer.
 TIMESTAMPS = st.one_of(st.integers(0, 12), st.integers(0, 12), st.sampled_from([-(2**63), 2**63 - 2]))
 
+FORMATS = st.sampled_from([None, None, 1, 2])  # None: the current format (2)
+
 REACHABILITY = (
     "timer deleted and registered again while a snapshot runs",
     "timer fired while a snapshot runs",
@@ -48,6 +50,7 @@ REACHABILITY = (
     "one section corrupted with the file checksum recomputed",
     "section corruption rejected naming its key group",
     "versioning dropped after the last snapshot",
+    "history compacted while another snapshot reads it",
 )
 
 
@@ -127,7 +130,7 @@ class SnapshotMachine(RuleBasedStateMachine):
                 note("restored timers fired")
 
     @precondition(lambda self: len(self.running) < 3)
-    @rule(format=st.sampled_from([None, None, 1, 2]))
+    @rule(format=FORMATS)
     def start_snapshot(self, format):
         snapshot_id = self._new_id()
         self.do(ss.StartSnapshot(snapshot_id, format))
@@ -164,6 +167,34 @@ class SnapshotMachine(RuleBasedStateMachine):
             note("versioning dropped after the last snapshot")
         self.do(ss.FinishSnapshot(snapshot_id))
         self.finished.append(snapshot_id)
+
+    @precondition(lambda self: len(self.running) <= 1)
+    @rule(timer=timers, action=ACTIONS, delete_first=st.booleans(), formats=st.tuples(FORMATS, FORMATS))
+    def compaction_probe(self, timer, action, delete_first, formats):
+        """Issue 31: a timer changed before and after a second snapshot starts, then the first
+        snapshot finishes: compaction must keep, of the timer's history, what the second still
+        reads (it ends later, through any rule)."""
+        key, domain, namespace, ts, service = timer
+        action = action if domain == "processing" else None
+        change = [timer_steps.Delete(domain, namespace, ts, service), timer_steps.Register(domain, namespace, ts,
+                                                                                           action, service)]
+        if not delete_first:
+            change.reverse()
+        first = self._new_id()
+        self.do(ss.StartSnapshot(first, formats[0]))
+        self.parallelism[first], self.formats[first] = self.job_parallelism, formats[0] or 2
+        self.do(timer_steps.SetKey(key))
+        self.do(change[0])
+        second = self._new_id()
+        self.do(ss.StartSnapshot(second, formats[1]))
+        self.parallelism[second], self.formats[second] = self.job_parallelism, formats[1] or 2
+        self.running.append(second)
+        self.do(timer_steps.SetKey(key))
+        self.do(change[1])
+        if self._had_history():
+            note("history compacted while another snapshot reads it")
+        self.do(ss.FinishSnapshot(first))
+        self.finished.append(first)
 
     def _started_first(self, snapshot_id: str) -> str:
         return min([snapshot_id, *self.running], key=lambda i: int(i[1:]))
