@@ -183,3 +183,25 @@ def restore_foreign_key_groups():
     with patched(InternalTimeServiceManager, restore_state=restore_state), \
             patched(InternalTimerService, restore_timers_for_key_group=restore_timers_for_key_group):
         yield
+
+
+@variant("physical-timer-kept-while-firing", "Flink InternalTimerServiceImpl.onProcessingTime", "timers.differential",
+         "The physical-timer callback keeps the fired physical timer as the service's next timer while "
+         "it fires (Flink nulls it first, 'in case a callback registers a processing-time timer'): a "
+         "callback that registers a timer behind a tied one schedules nothing, and after the firing "
+         "the stale timer stops a new one being scheduled, so the timer never fires (issue 31: "
+         "equal processing-time timestamps with callbacks that register timers).")
+@contextmanager
+def physical_timer_kept_while_firing():
+    def on_processing_time(self, time):
+        fired_physical = self.next_timer  # BUG: not nulled before the callbacks run
+        _, head = self._fire_due(self.processing_time_timers_queue, time,
+                                 self._fire_processing_timer, "on_processing_time")
+        if self.next_timer is fired_physical:
+            self.next_timer = fired_physical if head is not None else None
+            return
+        if head is not None and self.next_timer is None:
+            self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
+
+    with patched(InternalTimerService, on_processing_time=on_processing_time):
+        yield

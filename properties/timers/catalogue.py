@@ -30,5 +30,6 @@ TIMERS_DIFFERENTIAL = register(Property(
         "step rejected",
         "spurious wake-up (physical timer with nothing due)",
         "physical timer moved earlier",
+        "processing-time tie with a callback registering a timer",
     ),
 ))

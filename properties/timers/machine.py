@@ -145,6 +145,27 @@ class TimersMachine(RuleBasedStateMachine):
         self.do(timer_steps.AdvanceProcessingTime(to))
 
     @precondition(lambda self: self.active)
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique_by=repr), ts=st.integers(1, 12),
+          reaction=st.sampled_from([-1, 0, 0, 1]), delete=st.booleans(), past=st.booleans())
+    def processing_tie_probe(self, keys, ts, reaction, delete, past):
+        """Issue 31: processing-time timers of several keys at one timestamp, the first one's
+        callback registering another processing-time timer at (or one around) that timestamp and
+        perhaps deleting a tied one, then the clock to it (and past it): the physical timer must
+        be rescheduled for what the callback left due."""
+        for key in keys:
+            self.do(timer_steps.SetKey(key))
+            self.do(timer_steps.Register("processing", "n", ts, None, None))
+        then = [timer_steps.Register("processing", "w", ts + reaction, None, None)]
+        if delete:
+            then.append(timer_steps.Delete("processing", "n", ts, None))
+        self.do(timer_steps.OnFire("processing", keys[0], "n", ts, tuple(then), None))
+        fired = self.do(timer_steps.AdvanceProcessingTime(ts))
+        if sum(1 for e in fired if e["event"] == "fire") > 1:
+            note("processing-time tie with a callback registering a timer")
+        if past:
+            self.do(timer_steps.AdvanceProcessingTime(ts + 1))
+
+    @precondition(lambda self: self.active)
     @rule(timer=timers, then=st.lists(
         st.tuples(st.sampled_from(["register", "delete"]), DOMAINS, NAMESPACES, TIMESTAMPS, SERVICES),
         min_size=1, max_size=2))
