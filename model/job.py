@@ -78,8 +78,14 @@ def timer_chain(sources: list[list[tuple]], drain: bool, delay: int = 3, hops: i
     return out
 
 
+def side_window_sum(sources: list[list[tuple]], drain: bool) -> Counter:
+    """``window_sum``'s outputs, the odd sums as the side output ``odd``: ``("side-output", "odd", output)``."""
+    return Counter({("side-output", "odd", out) if out[2] % 2 else out: n
+                    for out, n in window_sum(sources, drain).items()})
+
+
 REFERENCES = {"window_sum": window_sum, "yielding_window_sum": window_sum, "async_window_sum": window_sum,
-              "mailing_window_sum": window_sum, "timer_chain": timer_chain}
+              "mailing_window_sum": window_sum, "timer_chain": timer_chain, "side_window_sum": side_window_sum}
 
 
 def reference_output(operator: str, sources: list[list[tuple]], drain: bool) -> Counter:
@@ -101,6 +107,12 @@ def _windows(records: list[tuple], limit: float, size: int = 10) -> list[tuple]:
         end = window_end(ts, size)
         sums[(key, end)] = sums.get((key, end), 0) + number(value)
     return [(key, (key, end, total), end) for (key, end), total in sums.items() if end <= limit]
+
+
+def _side_windows(records: list[tuple], limit: float) -> list[tuple]:
+    """Window sums, the odd ones as the side output ``odd`` (what reaches the sink with the main output)."""
+    return [(key, ("side-output", "odd", value) if value[2] % 2 else value, end)
+            for key, value, end in _windows(records, limit)]
 
 
 def _timer_chains(records: list[tuple], limit: float) -> list[tuple]:
@@ -147,7 +159,7 @@ def _co_windows(records: list[tuple], limit: float, size: int = 10) -> list[tupl
 
 
 KEYED = {"co_window_sum": _co_windows, "eos_window_sum": _end_of_stream_sums, "eos_co_group": _end_of_stream_co_group, "keyed_identity": _identity, "tumbling_window_sum": _windows,
-         "window_sum": _windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
+         "window_sum": _windows, "side_window_sum": _side_windows, "yielding_window_sum": _windows, "mailing_window_sum": _windows,
          "async_window_sum": _windows,
          "timer_chain": _timer_chains, "processing_buffer": _buffered}
 STATELESS = {

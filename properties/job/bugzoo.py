@@ -381,3 +381,21 @@ def combined_watermark_from_first_input_only():
 
     with patched(GraphJob, _create_task=_create_task):
         yield
+
+
+@variant("side-outputs-outside-the-transaction", "streamproof (certify's runtime)", "job.exactly-once",
+         "The sink writes side outputs straight to the external system instead of into the current "
+         "transaction: after a failure the replayed input emits them again, and they are committed "
+         "twice (issue 31: side outputs kept out of the exactly-once sink's transaction).")
+@contextmanager
+def side_outputs_outside_the_transaction():
+    original = TwoPhaseCommitSink.invoke
+
+    def invoke(self, record):
+        if isinstance(record, tuple) and len(record) == 3 and record[0] == "side-output":
+            self.external.commit((self.name, self.subtask_index, "side", len(self.external.committed)), (record,))
+            return  # BUG: outside the transaction
+        original(self, record)
+
+    with patched(TwoPhaseCommitSink, invoke=invoke):
+        yield

@@ -10,7 +10,8 @@ from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Reco
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
 
-WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum", "async_window_sum"]
+WINDOWED = ["window_sum", "timer_chain", "yielding_window_sum", "mailing_window_sum", "async_window_sum",
+            "side_window_sum"]
 MAPS = ["identity", "last", "double", "even", "twice", "rekey"]
 
 
@@ -127,7 +128,8 @@ def job_scenarios(draw) -> Scenario:
     if draw(st.booleans()):
         steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
     params = {
-        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum", "async_window_sum"])),
+        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum", "async_window_sum",
+                                          "side_window_sum"])),
         "sources": sources,
         "parallelism": draw(st.integers(1, 3)),
         "max_parallelism": max_parallelism,

@@ -210,6 +210,8 @@ def _exactly_once(run: SimulationResult, expected: Counter):
         return None  # a job graph: output of several upstream subtasks has no promised order
     per_key: dict = {}
     for record in run.committed:
+        if len(record) == 3 and record[0] == "side-output":
+            record = record[2]  # a side output: the window result it carries
         key, ts = record[0], record[1]
         if per_key.get(key, -2**63 - 1) >= ts:
             return "per-key-order", f"key {key!r}: window {ts} committed after window {per_key[key]}"
@@ -218,8 +220,10 @@ def _exactly_once(run: SimulationResult, expected: Counter):
 
 
 def _effects(committed: list) -> Counter:
-    """A timer's effect is named by the (key, timer timestamp) its output starts with."""
-    return Counter((r[0], r[1]) for r in committed if isinstance(r, tuple) and len(r) >= 2)
+    """A timer's effect is named by the (key, timer timestamp) its output starts with (a side
+    output's by its value's)."""
+    unwrapped = (r[2] if isinstance(r, tuple) and len(r) == 3 and r[0] == "side-output" else r for r in committed)
+    return Counter((r[0], r[1]) for r in unwrapped if isinstance(r, tuple) and len(r) >= 2)
 
 
 def _snapshots_between_mails(run: SimulationResult):

@@ -38,6 +38,20 @@ class WindowSum(KeyedProcessFunction):
         self.sums.remove(timestamp)
 
 
+class SideWindowSum(WindowSum):
+    """A window sum whose odd sums go to the side output ``odd`` (``ctx.output``), even ones to
+    the main output: side outputs travel with the main output to the sink and must be committed
+    exactly once too (issue 31: side outputs inside the exactly-once sink's transaction)."""
+
+    def on_timer(self, timestamp, ctx, out) -> None:
+        result = (ctx.get_current_key(), timestamp, self.sums.get(timestamp, 0))
+        if result[2] % 2:
+            ctx.output("odd", result)
+        else:
+            out.collect(result)
+        self.sums.remove(timestamp)
+
+
 class CoWindowSum(WindowSum):
     """Two inputs (``connect``) into one keyed window sum: a second-input record's value counts a
     hundredfold, so a record delivered on the wrong input, or a window fired before the second
@@ -189,7 +203,7 @@ def tumbling_window_sum():
     return WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate(number))
 
 
-FUNCTIONS = {"window_sum": WindowSum, "co_window_sum": CoWindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
+FUNCTIONS = {"window_sum": WindowSum, "side_window_sum": SideWindowSum, "co_window_sum": CoWindowSum, "timer_chain": TimerChain, "yielding_window_sum": YieldingWindowSum,
              "mailing_window_sum": MailingWindowSum, "async_window_sum": AsyncWindowSum, "processing_buffer": ProcessingTimeBuffer,
              "keyed_identity": KeyedIdentity, "eos_window_sum": eos_window_sum, "tumbling_window_sum": tumbling_window_sum,
              "eos_co_group": eos_co_group}
