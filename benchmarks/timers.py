@@ -1,13 +1,13 @@
 """Timer-service throughput: ``streamproof.impl.timers`` against a bare ``heapq`` + ``dict`` baseline.
 
 Registers N timers over K keys, then fires them all with one advance, on both sides in the same
-run, and prints a table of wall-clock times and ratios (impl / baseline). Event time (one
-``advance_watermark``) and processing time (one ``ManualProcessingTimeService.advance_to``) are
-separate rows. Both sides must fire the same timers (count and checksum): the benchmark fails
-loudly otherwise. It asserts nothing about time.
+run, and prints a table of wall-clock (or CPU) times and ratios (impl / baseline), one row per
+size, key count and domain: event time (one ``advance_watermark``) and processing time (one
+``ManualProcessingTimeService.advance_to``). Both sides must fire the same timers (count and
+checksum): the benchmark fails loudly otherwise. It asserts nothing about time.
 
-    python3 -m benchmarks.timers [--sizes 10000,100000,1000000] [--keys 1000] [--repeat R]
-                                 [--seed S] [--json]
+    python3 -m benchmarks.timers [--sizes 10000,100000,1000000] [--keys 1000,100000] [--repeat R]
+                                 [--seed S] [--cold-key-groups] [--cpu-time] [--json]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import format_table as common_format_table, sizes_parser  # noqa: E402
-from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
+from streamproof.impl.keygroups import KeyGroupRange, forget_key_groups  # noqa: E402
 from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
 
 TARGET_RATIO = 1.5
@@ -104,6 +104,12 @@ def impl_phases(w: Workload, domain: str) -> Phases:
     return register, fire
 
 
+def cold_impl_phases(w: Workload, domain: str) -> Phases:
+    """``impl_phases`` with no key group remembered: each distinct key's is computed while timed."""
+    forget_key_groups()
+    return impl_phases(w, domain)
+
+
 def baseline_phases(w: Workload, domain: str) -> Phases:
     """The least code doing the same logical work: set semantics, time order, a current key.
 
@@ -164,17 +170,22 @@ class Timing:
     checksum: int
 
 
+# What the timed phases read: wall-clock time, or this process's CPU time (--cpu-time), which does
+# not charge a side for the time another process had the core.
+clock = time.perf_counter
+
+
 def time_once(side: Callable[[Workload, str], Phases], w: Workload, domain: str) -> Timing:
     register, fire = side(w, domain)  # setup is not timed
     gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0 = clock()
         register()
-        t1 = time.perf_counter()
+        t1 = clock()
         counter = fire()
-        t2 = time.perf_counter()
+        t2 = clock()
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -197,6 +208,7 @@ class Row:
     domain: str
     n: int
     k: int
+    key_groups: str  # "remembered" (from earlier runs of the process) or "cold"
     repeat: int
     fired: int
     checksum: int
@@ -211,13 +223,14 @@ class Row:
     fire_ratio: float
 
 
-def measure(domain: str, n: int, k: int, seed: int, repeat: int) -> Row:
+def measure(domain: str, n: int, k: int, seed: int, repeat: int, cold_key_groups: bool = False) -> Row:
     w = make_workload(n, k, seed)
+    impl_side = cold_impl_phases if cold_key_groups else impl_phases
     # Alternate the sides so that a slow spell of the machine hits both alike.
     base_runs, impl_runs = [], []
     for _ in range(repeat):
         base_runs.append(time_once(baseline_phases, w, domain))
-        impl_runs.append(time_once(impl_phases, w, domain))
+        impl_runs.append(time_once(impl_side, w, domain))
     base, impl = best_of(base_runs, "baseline"), best_of(impl_runs, "impl")
     if (impl.fired, impl.checksum) != (base.fired, base.checksum):
         raise AssertionError(
@@ -225,7 +238,7 @@ def measure(domain: str, n: int, k: int, seed: int, repeat: int) -> Row:
             f"baseline fired {base.fired} (checksum {base.checksum})"
         )
     return Row(
-        domain, n, k, repeat, impl.fired, impl.checksum,
+        domain, n, k, "cold" if cold_key_groups else "remembered", repeat, impl.fired, impl.checksum,
         base.total, impl.total, impl.total / base.total,
         base.register, impl.register, impl.register / base.register,
         base.fire, impl.fire, impl.fire / base.fire,
@@ -237,6 +250,7 @@ COLUMNS = [
     ("domain", "domain", "{}"),
     ("N", "n", "{}"),
     ("K", "k", "{}"),
+    ("key groups", "key_groups", "{}"),
     ("fired", "fired", "{}"),
     ("baseline s", "baseline_s", "{:.4f}"),
     ("impl s", "impl_s", "{:.4f}"),
@@ -254,7 +268,8 @@ def target_lines(rows: list[Row]) -> list[str]:
     lines = []
     for row in rows:
         verdict = "met" if row.ratio <= TARGET_RATIO else "not met"
-        lines.append(f"{row.domain} N={row.n}: target <= {TARGET_RATIO}x: {verdict} ({row.ratio:.2f}x)")
+        lines.append(f"{row.domain} N={row.n} K={row.k} ({row.key_groups} key groups): "
+                     f"target <= {TARGET_RATIO}x: {verdict} ({row.ratio:.2f}x)")
     return lines
 
 
@@ -265,18 +280,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", type=sizes_parser(), default=[10_000, 100_000, 1_000_000],
                         help="comma-separated N values (default: 10000,100000,1000000)")
-    parser.add_argument("--keys", type=int, default=1000, help="number of distinct keys K (default: 1000)")
+    parser.add_argument("--keys", type=sizes_parser(), default=[1_000, 100_000],
+                        help="comma-separated numbers of distinct keys K (default: 1000,100000)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="repetitions per side, best taken (default: 3 for N <= 10^5, else 1)")
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     parser.add_argument("--domains", default=",".join(DOMAINS),
                         help=f"comma-separated time domains (default: {','.join(DOMAINS)})")
+    parser.add_argument("--cold-key-groups", action="store_true",
+                        help="forget the remembered key groups before each impl run (untimed), so the "
+                             "impl computes every distinct key's key group while timed")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time with this process's CPU time instead of wall-clock time (a shared machine)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = parser.parse_args(argv)
-    if args.keys <= 0:
-        parser.error("--keys must be positive")
     if args.repeat is not None and args.repeat <= 0:
         parser.error("--repeat must be positive")
+    global clock
+    clock = time.process_time if args.cpu_time else time.perf_counter
     domains = [d.strip() for d in args.domains.split(",") if d.strip()]
     if not domains or any(d not in DOMAINS for d in domains):
         parser.error(f"--domains must be a subset of {','.join(DOMAINS)}")
@@ -284,10 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in args.sizes:
         repeat = args.repeat if args.repeat is not None else (3 if n <= 100_000 else 1)
-        for domain in domains:
-            rows.append(measure(domain, n, args.keys, args.seed, repeat))
-            if not args.json:
-                print(f"  measured {domain} N={n} (best of {repeat})", file=sys.stderr, flush=True)
+        for k in args.keys:
+            for domain in domains:
+                rows.append(measure(domain, n, k, args.seed, repeat, args.cold_key_groups))
+                if not args.json:
+                    print(f"  measured {domain} N={n} K={k} (best of {repeat})", file=sys.stderr, flush=True)
 
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))

@@ -8,9 +8,11 @@ A key is hashed the way the JVM hashes it (``String.hashCode`` over UTF-16 code 
 from __future__ import annotations
 
 import struct
-
+import sys
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import mul
 from typing import Any, Iterator, Union
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -41,11 +43,6 @@ Key = Union[str, int, Int32]
 def _to_int32(u: int) -> int:
     u &= _MASK32
     return u - (1 << 32) if u & 0x80000000 else u
-
-
-def _rotl32(x: int, r: int) -> int:
-    x &= _MASK32
-    return ((x << r) | (x >> (32 - r))) & _MASK32
 
 
 @dataclass(frozen=True)
@@ -96,16 +93,35 @@ def _pickled_hash_code(value: Any) -> int:
     return _to_int32(zlib.crc32(data))
 
 
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"  # what array("H") reads
+_powers_of_31 = [1]  # 31**i mod 2**32 for i = 0, 1, ...; replaced by a longer list when needed
+
+
+def _string_hash_code(key: str) -> int:
+    """``String.hashCode``: the sum of the UTF-16 code units times 31**(n-1-i), mod 2**32, summed in C."""
+    units = key.encode("ascii") if key.isascii() else array("H", key.encode(_UTF16_NATIVE, "surrogatepass"))
+    powers = _powers_of_31
+    if len(powers) < len(units):
+        powers = _more_powers_of_31(len(units))
+    h = sum(map(mul, reversed(units), powers)) & _MASK32
+    return h - (1 << 32) if h & 0x80000000 else h  # _to_int32
+
+
+def _more_powers_of_31(n: int) -> list[int]:
+    global _powers_of_31
+    powers = list(_powers_of_31)
+    while len(powers) < 2 * n:
+        powers.append(powers[-1] * 31 & _MASK32)
+    _powers_of_31 = powers  # a new list, bound at once: another thread reads the old or the new one
+    return powers
+
+
 def java_hash_code(key: Key) -> int:
     """The key's ``hashCode()`` on the JVM, as a signed 32-bit int."""
     if isinstance(key, CompositeKey):
         return key.hash_code
     if isinstance(key, str):
-        data = key.encode("utf-16-be", "surrogatepass")
-        h = 0
-        for i in range(0, len(data), 2):
-            h = (31 * h + (data[i] << 8 | data[i + 1])) & _MASK32
-        return _to_int32(h)
+        return _string_hash_code(key)
     if isinstance(key, Int32):
         return key.value
     if isinstance(key, int) and not isinstance(key, bool):
@@ -117,11 +133,12 @@ def java_hash_code(key: Key) -> int:
 
 
 def murmur_hash(code: int) -> int:
-    """Flink's ``MathUtils.murmurHash(int)``: a non-negative 32-bit scramble."""
+    """Flink's ``MathUtils.murmurHash(int)``: a non-negative 32-bit scramble (rotations inlined)."""
+    # A rotation's bits above 32 are not masked off: the multiplication after it is taken mod 2^32.
     code = (code * 0xCC9E2D51) & _MASK32
-    code = _rotl32(code, 15)
+    code = (code << 15) | (code >> 17)  # rotl 15
     code = (code * 0x1B873593) & _MASK32
-    code = _rotl32(code, 13)
+    code = (code << 13) | (code >> 19)  # rotl 13
     code = (code * 5 + 0xE6546B64) & _MASK32
     code ^= 4
     # MathUtils.bitMix
@@ -130,9 +147,9 @@ def murmur_hash(code: int) -> int:
     code ^= code >> 13
     code = (code * 0xC2B2AE35) & _MASK32
     code ^= code >> 16
-    signed = _to_int32(code)
-    if signed >= 0:
-        return signed
+    if code < 0x80000000:
+        return code
+    signed = code - (1 << 32)
     return -signed if signed != INT32_MIN else 0
 
 
@@ -150,6 +167,76 @@ def assign_to_key_group(key: Key, max_parallelism: int) -> int:
     """``KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism)``."""
     _check_max_parallelism(max_parallelism)
     return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
+
+
+class KeyGroupMemo:
+    """:func:`assign_to_key_group` for one max parallelism, remembering every key's key group.
+
+    ``key_groups`` maps ``str``, :class:`Int32` and :class:`CompositeKey` keys to their key group:
+    equal keys of these types are of one type, so a hit is what :func:`assign_to_key_group` returns.
+    ``int`` keys are remembered apart, looked up only for keys of exactly type ``int`` (``1 == True
+    == 1.0``, and a ``bool`` or ``float`` is no key: :func:`assign_to_key_group` rejects it). Other
+    keys are not remembered. Each dict is cleared when it holds ``limit`` keys. Remembered keys
+    are hashed here, not through :func:`assign_to_key_group`'s LRU cache (which would hold them twice).
+    """
+
+    __slots__ = ("max_parallelism", "key_groups", "int_key_groups", "limit", "_valid")
+
+    def __init__(self, max_parallelism: int, limit: int = 1 << 18):
+        self.max_parallelism = max_parallelism
+        self.key_groups: dict[Key, int] = {}
+        self.int_key_groups: dict[int, int] = {}
+        self.limit = limit
+        self._valid = max_parallelism.__class__ is int and 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
+
+    def key_group_of(self, key: Key) -> int:
+        """``assign_to_key_group(key, max_parallelism)``, remembered (callers look in
+        ``key_groups`` first)."""
+        key_type = key.__class__
+        if key_type is int:
+            memo = self.int_key_groups
+            key_group = memo.get(key)
+            if key_group is not None:
+                return key_group
+        elif key_type is str or key_type is Int32 or key_type is CompositeKey:
+            memo = self.key_groups
+        else:
+            return assign_to_key_group(key, self.max_parallelism)
+        if not self._valid:  # a max parallelism assign_to_key_group rejects, or not an int
+            return assign_to_key_group(key, self.max_parallelism)
+        key_hash = _string_hash_code(key) if key_type is str else java_hash_code(key)
+        key_group = murmur_hash(key_hash) % self.max_parallelism
+        if len(memo) >= self.limit:
+            memo.clear()
+        memo[key] = key_group
+        return key_group
+
+    def forget(self) -> None:
+        self.key_groups.clear()
+        self.int_key_groups.clear()
+
+
+_memos: dict[int, KeyGroupMemo] = {}
+
+
+def key_group_memo(max_parallelism: int) -> KeyGroupMemo:
+    """The process-wide :class:`KeyGroupMemo` of ``max_parallelism`` (every key context of an
+    operator with that max parallelism shares it, as they shared the cache of
+    :func:`assign_to_key_group`)."""
+    if max_parallelism.__class__ is not int:  # 128.0 == 128, but its key groups are floats
+        return KeyGroupMemo(max_parallelism)
+    memo = _memos.get(max_parallelism)
+    if memo is None:
+        memo = _memos.setdefault(max_parallelism, KeyGroupMemo(max_parallelism))
+    return memo
+
+
+def forget_key_groups() -> None:
+    """Empties every remembered key group (the memos and :func:`assign_to_key_group`'s cache):
+    the next lookup of each key computes it again (benchmarks measure that cold start)."""
+    for memo in list(_memos.values()):
+        memo.forget()
+    assign_to_key_group.cache_clear()
 
 
 def compute_key_group_range_for_operator_index(

@@ -7,7 +7,9 @@ Elements are tuples whose first item is the priority (a timer's timestamp). The 
 ``(priority, sequence, element, key_group_index)`` entries; a removal only forgets the element in
 its key group's map and the stale heap entry is skipped when it surfaces (lazy deletion, compacted
 when stale entries outnumber live ones). Elements of equal priority leave in insertion order,
-which is one of the orders Flink allows (it promises none).
+which is one of the orders Flink allows (it promises none). While no removal has left a stale
+entry behind (the common case: timers only registered and fired), the heap's first entry is the
+head without looking it up in its map.
 
 While a copy-on-write snapshot runs (:mod:`streamproof.impl.snapshots`), ``add`` / ``remove`` / ``poll`` are
 routed through its versioned layer: :meth:`route_mutations` shadows the three methods with the
@@ -19,6 +21,7 @@ snapshot runs").
 from __future__ import annotations
 
 import heapq
+from heapq import heappop, heappush
 from itertools import count
 from typing import Callable, Generic, Iterator, KeysView, TypeVar
 
@@ -52,6 +55,8 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         self._heap: list[tuple] = []
         self._seq = count()
         self._size = 0
+        # At least the number of stale entries in the heap (0: the heap's first entry is live).
+        self._stale = 0
 
     # -- key groups -------------------------------------------------------------------------
     @property
@@ -60,7 +65,7 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
 
     def _local_index(self, key_group: int) -> int:
         index = key_group - self._first
-        if index < 0 or index >= len(self._maps):
+        if not 0 <= index < len(self._maps):
             raise KeyGroupOutOfRangeError(key_group, self._range)
         return index
 
@@ -94,19 +99,21 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         if key_group is None:
             key_group = self._key_group_of(element)
         index = key_group - self._first
-        if index < 0 or index >= len(self._maps):
+        maps = self._maps
+        if not 0 <= index < len(maps):
             raise KeyGroupOutOfRangeError(key_group, self._range)
-        subset = self._maps[index]
-        if element in subset:
-            return False
         seq = next(self._seq)
-        subset[element] = seq
+        if maps[index].setdefault(element, seq) is not seq:
+            return False  # present (its sequence stays; a skipped number orders nothing differently)
         self._size += 1
         entry = (element[0], seq, element, index)
-        heapq.heappush(self._heap, entry)
+        heap = self._heap
+        heappush(heap, entry)
         # The new entry has the largest sequence, so it surfaces as the live head iff every other
         # live element has a strictly greater priority: exactly "element[0] < old head's".
-        return self._peek_entry() is entry
+        if self._stale:
+            return self._peek_entry() is entry
+        return heap[0] is entry
 
     def remove(self, element: E, key_group: int | None = None) -> bool:
         """Removes ``element`` if present. True iff it was present."""
@@ -116,6 +123,7 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         if subset.pop(element, None) is None:
             return False
         self._size -= 1
+        self._stale += 1
         if len(self._heap) > max(self._COMPACT_MIN, 2 * self._size):
             self._compact()
         return True
@@ -126,6 +134,9 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         return element in self._maps[self._local_index(key_group)]
 
     def peek(self) -> E | None:
+        heap = self._heap
+        if heap and not self._stale:
+            return heap[0][2]
         entry = self._peek_entry()
         return None if entry is None else entry[2]
 
@@ -136,14 +147,25 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         changelog-backed queues attribute it to the current key context (FLINK-26063): the
         caller must set the key context to the head's key *before* polling.
         """
-        entry = self._peek_entry()
-        if entry is None:
-            return None
-        heapq.heappop(self._heap)
-        index = entry[3] if key_group is None else self._local_index(key_group)
-        if self._maps[index].pop(entry[2], None) is not None:
+        heap = self._heap
+        if heap and not self._stale:
+            entry = heappop(heap)
+        else:
+            entry = self._peek_entry()
+            if entry is None:
+                return None
+            heappop(heap)
+        element, index = entry[2], entry[3]
+        if key_group is not None and key_group - self._first != index:
+            # another key group's map (FLINK-26063): its element's heap entry, if any, goes stale
+            index = self._local_index(key_group)
+            if self._maps[index].pop(element, None) is not None:
+                self._size -= 1
+                self._stale += 1
+            return element
+        if self._maps[index].pop(element, None) is not None:
             self._size -= 1
-        return entry[2]
+        return element
 
     def size(self) -> int:
         return self._size
@@ -162,12 +184,15 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         heap, maps = self._heap, self._maps
         while heap:
             entry = heap[0]
-            if maps[entry[3]].get(entry[2]) == entry[1]:
+            if not self._stale or maps[entry[3]].get(entry[2]) == entry[1]:
                 return entry
-            heapq.heappop(heap)  # stale: removed (and maybe re-added with a newer sequence)
+            heappop(heap)  # stale: removed (and maybe re-added with a newer sequence)
+            self._stale -= 1
+        self._stale = 0  # an empty heap has no stale entry (the count may have been too high)
         return None
 
     def _compact(self) -> None:
         maps = self._maps
         self._heap = [e for e in self._heap if maps[e[3]].get(e[2]) == e[1]]
         heapq.heapify(self._heap)
+        self._stale = 0

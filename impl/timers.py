@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
 from itertools import count
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.internal_timer import InternalTimer, InternalTimersSnapshot
 from streamproof.impl.java_hashmap import hash_map_order
-from streamproof.impl.keygroups import INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group
+from streamproof.impl.keygroups import (
+    INT64_MAX, INT64_MIN, Key, KeyGroupRange, assign_to_key_group, key_group_memo,
+)
 from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
 from streamproof.impl.snapshots import start_snapshot
 from streamproof.impl.termination import TimerTerminationAction
@@ -45,6 +48,9 @@ class NoCurrentKeyError(ValueError):
     """A keyed timer operation with no key in the key context (Flink: NullPointerException)."""
 
 
+_NO_CURRENT_KEY = "no current key: set a key before registering or deleting a timer"
+
+
 class TimestampOutOfRangeError(ValueError):
     """A timer registered outside Java's long range (Flink's timestamps are longs: a PyFlink
     operator's arithmetic past 2^63 - 1 fails when the timestamp crosses into Java)."""
@@ -55,6 +61,10 @@ def _long(time: int) -> int:
         raise TimestampOutOfRangeError(f"timer timestamp {time} is outside Java's long range "
                                        f"[{INT64_MIN}, {INT64_MAX}] (an overflow in the operator?)")
     return time
+
+
+def _never_stop() -> bool:
+    return False
 
 
 class TimerFiringBudgetExceeded(RuntimeError):
@@ -68,17 +78,25 @@ class Triggerable(Protocol):
 
 
 class KeyContext:
-    """The current key of a keyed operator and its key group (computed once per key change)."""
+    """The current key of a keyed operator and its key group, set together (Flink's
+    ``currentKeyGroupIndex``). Key groups come from the process-wide
+    :func:`streamproof.impl.keygroups.key_group_memo`: a ``str`` key seen before costs one dict
+    lookup."""
 
-    __slots__ = ("max_parallelism", "current_key", "current_key_group_index")
+    __slots__ = ("max_parallelism", "current_key", "current_key_group_index", "_memo", "_remembered")
 
     def __init__(self, max_parallelism: int):
         self.max_parallelism = max_parallelism
         self.current_key: Key | None = None
         self.current_key_group_index = -1
+        self._memo = key_group_memo(max_parallelism)
+        self._remembered = self._memo.key_groups
 
     def set_current_key(self, key: Key) -> None:
-        self.current_key_group_index = assign_to_key_group(key, self.max_parallelism)
+        key_group = self._remembered.get(key)
+        if key_group is None:
+            key_group = self._memo.key_group_of(key)
+        self.current_key_group_index = key_group
         self.current_key = key
 
     def get_current_key(self) -> Key | None:
@@ -134,7 +152,7 @@ class ManualProcessingTimeService:
 
     def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> ScheduledTimer:
         timer = ScheduledTimer(timestamp, callback, self)
-        heapq.heappush(self._queue, (timestamp, next(self._seq), timer))
+        heappush(self._queue, (timestamp, next(self._seq), timer))
         self._pending += 1
         for listener in self.on_register:
             listener(timestamp)
@@ -158,7 +176,7 @@ class ManualProcessingTimeService:
         fired = 0
         queue = self._queue
         while queue and queue[0][0] <= time:
-            _, _, timer = heapq.heappop(queue)
+            _, _, timer = heappop(queue)
             if not timer.pending:
                 continue
             timer.pending = False
@@ -273,7 +291,7 @@ class InternalTimerService:
     def _current_timer(self, namespace: Hashable, time: int) -> InternalTimer:
         key = self.key_context.current_key
         if key is None:
-            raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
+            raise NoCurrentKeyError(_NO_CURRENT_KEY)
         return _new_timer(InternalTimer, (_long(time), key, namespace))
 
     def register_processing_time_timer(self, namespace: Hashable, time: int,
@@ -284,13 +302,26 @@ class InternalTimerService:
         registration wins; docs/decisions.md); a snapshot running meanwhile keeps the old one.
         After the end-of-input flush the timer is dropped and counted (nothing fires after it).
         """
+        # Only a strictly earlier head moves the single physical timer. add() is True iff the timer
+        # is strictly earlier than the old head, or the queue was empty: then, as Flink compares
+        # against Long.MAX_VALUE, a timer at MAX_WATERMARK schedules nothing.
+        if action is None and not self.termination_actions and self.processing_time_state == "RUNNING":
+            # Every pending timer's action is CANCEL: registering a pending one again changes nothing.
+            context = self.key_context
+            key = context.current_key
+            if key is None:
+                raise NoCurrentKeyError(_NO_CURRENT_KEY)
+            if not INT64_MIN <= time <= INT64_MAX:
+                _long(time)  # raises
+            if (self.processing_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
+                                                      context.current_key_group_index)
+                    and time < MAX_WATERMARK):
+                self._schedule_physical_timer(time)
+            return
         if self.processing_time_state == "FLUSHED":
             self._current_timer(namespace, time)  # same key check as before
             self.dropped_after_flush += 1
             return
-        # Only a strictly earlier head moves the single physical timer. add() is True iff the timer
-        # is strictly earlier than the old head, or the queue was empty: then, as Flink compares
-        # against Long.MAX_VALUE, a timer at MAX_WATERMARK schedules nothing.
         timer = self._current_timer(namespace, time)
         key_group = self.key_context.current_key_group_index
         queue = self.processing_time_timers_queue
@@ -308,16 +339,22 @@ class InternalTimerService:
             and time < MAX_WATERMARK
             and self.processing_time_state == "RUNNING"  # no physical timer once flushing
         ):
-            if self.next_timer is not None:
-                self.next_timer.cancel()
-            self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
+            self._schedule_physical_timer(time)
+
+    def _schedule_physical_timer(self, time: int) -> None:
+        """Moves the single physical timer to ``time`` (the new head's)."""
+        if self.next_timer is not None:
+            self.next_timer.cancel()
+        self.next_timer = self.processing_time_service.register_timer(time, self.on_processing_time)
 
     def register_event_time_timer(self, namespace: Hashable, time: int) -> None:
         context = self.key_context
         key = context.current_key
         if key is None:
-            raise NoCurrentKeyError("no current key: set a key before registering or deleting a timer")
-        self.event_time_timers_queue.add(_new_timer(InternalTimer, (_long(time), key, namespace)),
+            raise NoCurrentKeyError(_NO_CURRENT_KEY)
+        if not INT64_MIN <= time <= INT64_MAX:
+            _long(time)  # raises
+        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
                                          context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
@@ -482,19 +519,24 @@ class InternalTimerService:
         )
 
     def _fire_due(self, queue, time: int, callback, call: str,
-                  should_stop: Callable[[], bool] = lambda: False) -> tuple[bool, InternalTimer | None]:
+                  should_stop: Callable[[], bool] = _never_stop) -> tuple[bool, InternalTimer | None]:
         """Fires the queue's timers <= ``time`` in order; returns (completed, the head left)."""
         key_context = self.key_context
+        set_current_key = key_context.set_current_key
+        peek = queue.peek
+        stoppable = should_stop is not _never_stop
+        budget = self.firing_budget
         fired = 0
-        while (timer := queue.peek()) is not None and timer[0] <= time:
-            key_context.set_current_key(timer[1])  # before poll: FLINK-26063
+        while (timer := peek()) is not None and timer[0] <= time:
+            set_current_key(timer[1])  # before poll: FLINK-26063
+            # looked up each time: a callback may start a snapshot, which routes poll
             queue.poll(key_context.current_key_group_index)
             callback(timer)
             fired += 1
             # Checked after at least one timer, to guarantee progress and prevent starvation.
-            if should_stop():
-                return False, queue.peek()
-            if fired >= self.firing_budget and (head := queue.peek()) is not None and head[0] <= time:
+            if stoppable and should_stop():
+                return False, peek()
+            if fired >= budget and (head := peek()) is not None and head[0] <= time:
                 raise self._over_budget(call, time)
         return True, timer
 
@@ -590,10 +632,6 @@ class FlushResult:
     fired: list = field(default_factory=list)
     cancelled: list = field(default_factory=list)
     dropped_after_horizon: int = 0
-
-
-def _never_stop() -> bool:
-    return False
 
 
 # -- the manager ---------------------------------------------------------------------------
