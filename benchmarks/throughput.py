@@ -1,7 +1,8 @@
 """Exploration throughput before and after (issue 30), both measured in one run.
 
 *before* is a git revision (default ``f10a46d``, the last commit before issue 30's changes)
-extracted with ``git archive`` into a temporary folder; *after* is this checkout. Every
+extracted with ``git archive`` into a temporary folder; *after* is this checkout (or ``--after``
+REV, e.g. to compare the same scenario generator on both sides). Every
 measurement runs in a fresh Python process that imports ``streamproof`` from its side's folder,
 the sides alternating (before, after, before, after ...); the best of ``--repeats`` is kept.
 
@@ -210,6 +211,7 @@ def measure_long(sides: dict, sizes: list[int], repeats: int) -> list[LongRow]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help=f"git revision of the before side [default: {BEFORE}]")
+    parser.add_argument("--after", default=None, help="git revision of the after side [default: this checkout]")
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--families", default="job", help="comma-separated families, or 'all' [default: job]")
     parser.add_argument("--properties", default="", help="comma-separated properties instead of families")
@@ -233,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="streamproof-throughput-") as tmp:
         os.makedirs(os.path.join(tmp, "before"))
         os.makedirs(os.path.join(tmp, "after"))
+        after = ROOT if args.after is None else extract(args.after, os.path.join(tmp, "after"))
         sides = {"before": side_folder(extract(args.before, os.path.join(tmp, "before")), os.path.join(tmp, "before")),
-                 "after": side_folder(ROOT, os.path.join(tmp, "after"))}
+                 "after": side_folder(after, os.path.join(tmp, "after"))}
         rows, differ = measure_properties(sides, names, args.examples, args.repeats)
         long_rows = [] if args.skip_long else measure_long(sides, args.sizes, args.repeats)
 
