@@ -6,13 +6,14 @@ Layout of ``OUT`` (any path the cluster can write: a local directory for local r
     OUT/_campaigns/NAME/spec/                              the campaign description (JSON text)
     OUT/_campaigns/NAME/runs/RUN/                          one record per run (timings, target)
 
-Each wave is one Spark job: for every property a ``spark.range(lo, hi, 1, K)`` over its seeds
-whose partitions are chunks (``mapInArrow`` of ``executor.run_partition``), the frames unioned
-and written with dynamic partition overwrite, partitioned by campaign, property and chunk. A
-chunk directory therefore appears only when its wave's job commits, and rewriting it replaces
-it: ``--resume`` reads which chunks are complete and runs the others, so every seed ends up in
-the results exactly once, however the earlier runs ended. The driver verifies that on the
-read-back and deduplicates failures there by signature (the smallest seed represents each).
+Each wave is one Spark job: its seeds cut into partitions of any size (:func:`partition_spans`:
+a few large ones while more waves follow, shrinking ones in the last), ``mapInArrow`` of
+``executor.run_spans`` over one id per partition, written with dynamic partition overwrite,
+partitioned by campaign, property and chunk. A chunk directory therefore appears only when its
+wave's job commits, and rewriting it replaces it: ``--resume`` reads which chunks are complete
+and runs the others, so every seed ends up in the results exactly once, however the earlier runs
+ended. The driver verifies that on the read-back and deduplicates failures there by signature
+(the smallest seed represents each).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from typing import Callable, Iterable
 from streamproof.spark_harness import executor, progress, spec as specs
 from streamproof.spark_harness.spec import CampaignSpec, result_status, split_by_verdict  # noqa: F401
 
-CHUNK_SECONDS = 2.0      # a partition's work: ~2 s (each partition costs ~30-150 ms here)
+CHUNK_SECONDS = 2.0      # a chunk's work: ~2 s (the unit of the results layout and of resume)
 WAVE_SECONDS = 30.0      # a wave's wall time: what an interruption can cost
+PARTITIONS_PER_CORE = 2  # a wave's partitions per core while more waves follow (a task costs ~0.1-0.2 s here)
+TAIL_SECONDS = 1.0       # the smallest partition of the last wave: about what a core may idle at the end
 MAX_WAVE_ATTEMPTS = 3    # a failed wave (lost executor, crashed worker) runs again
 PIPELINE = 2             # waves in flight at once
 
@@ -217,6 +220,10 @@ class WavePlanner:
             # estimated work done per wall second on all cores; 1.0 when the estimate is right
             self.factor = max(0.05, min(1000.0, self.cores * elapsed / self.committed_work))
 
+    def work_left(self) -> float:
+        """Estimated seconds of work of the chunks not yet in a wave."""
+        return sum(chunk_cost(self.spec, *pc) for pc in self.todo)
+
     def estimate_waves(self) -> int:
         """How many waves the rest would take at the current estimate (for the display)."""
         budget = self.cores * self.wave_seconds / self.factor
@@ -225,7 +232,7 @@ class WavePlanner:
 
 
 def segments(spec: CampaignSpec, wave: list[tuple[str, int]]) -> list[tuple[str, int, int, int]]:
-    """(property, lo, hi, partitions): maximal runs of consecutive chunks, one partition each."""
+    """(property, lo, hi, chunks): maximal runs of consecutive chunks."""
     out: list[list] = []
     for prop, chunk in sorted(wave):
         lo, hi = spec.chunk_range(prop, chunk)
@@ -235,6 +242,36 @@ def segments(spec: CampaignSpec, wave: list[tuple[str, int]]) -> list[tuple[str,
         else:
             out.append([prop, lo, hi, 1])
     return [tuple(s) for s in out]
+
+
+def seed_cost(spec: CampaignSpec, prop: str) -> float:
+    """Estimated seconds per seed of ``prop`` (an unmeasured property's chunk counts as CHUNK_SECONDS)."""
+    per_seed = spec.seed_seconds.get(prop)
+    return max(1e-6, per_seed if per_seed is not None else CHUNK_SECONDS / spec.chunk_seeds[prop])
+
+
+def partition_spans(spec: CampaignSpec, wave: list[tuple[str, int]], cores: int,
+                    later: float = 0.0) -> list[tuple[str, int, int]]:
+    """The wave's Spark partitions, ``(property, lo, hi)``, largest first (Spark starts a stage's
+    tasks in partition order). Each is cut to 1/(PARTITIONS_PER_CORE x cores) of the estimated work
+    still to do, this wave's and the ``later`` waves' (seconds), but at most that share of this wave
+    and at least TAIL_SECONDS: a wave with more to come gets a few large partitions (each task costs
+    ~0.1-0.2 s of a core here, so ~2 s chunks cost ~8%), the last wave shrinking ones (guided
+    self-scheduling), so that the cores finish together instead of one idling through a last chunk.
+    A partition may span several chunks or part of one: the wave's job commits its chunks together."""
+    share = PARTITIONS_PER_CORE * max(1, cores)
+    segs = [(prop, lo, hi) for prop, lo, hi, _ in segments(spec, wave)]
+    work = sum((hi - lo) * seed_cost(spec, prop) for prop, lo, hi in segs)
+    remaining = work + later
+    spans = []
+    for prop, lo, hi in segs:
+        cost = seed_cost(spec, prop)
+        while lo < hi:
+            n = min(hi - lo, max(1, round(max(TAIL_SECONDS, min(work, remaining) / share) / cost)))
+            spans.append((prop, lo, lo + n))
+            lo += n
+            remaining -= n * cost
+    return sorted(spans, key=lambda s: -(s[2] - s[1]) * seed_cost(spec, s[0]))  # stable: seed order on ties
 
 
 def interleave(spec: CampaignSpec, todo: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -349,23 +386,25 @@ def complete_chunks(spark, out: str, spec: CampaignSpec) -> set[tuple[str, int]]
     return done
 
 
-def wave_frame(spark, spec: CampaignSpec, wave: list[tuple[str, int]], channel: str | None = None):
-    """The wave's rows; ``channel``: a directory where the executors say which seed is shrinking."""
-    frames = []
-    for prop, lo, hi, parts in segments(spec, wave):
-        fn = (functools.partial(progress.reporting_partition, channel, spec.executor_config(prop)) if channel
-              else functools.partial(executor.run_partition, spec.executor_config(prop)))
-        frames.append(spark.range(lo, hi, 1, parts).mapInArrow(fn, specs.spark_ddl()))
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.union(other)
-    return frame
+def wave_frame(spark, spec: CampaignSpec, spans: list[tuple[str, int, int]], channel: str | None = None):
+    """The rows of a wave cut into ``spans`` (:func:`partition_spans`), one partition each;
+    ``channel``: a directory where the executors say which seed is shrinking."""
+    fns = {prop: (functools.partial(progress.reporting_partition, channel, spec.executor_config(prop)) if channel
+                  else functools.partial(executor.run_partition, spec.executor_config(prop)))
+           for prop in {prop for prop, _, _ in spans}}
+    runs = [(fns[prop], lo, hi) for prop, lo, hi in spans]
+    n = len(runs)
+    return spark.range(0, n, 1, n).mapInArrow(functools.partial(executor.run_spans, runs), specs.spark_ddl())
 
 
-def write_wave(spark, spec: CampaignSpec, out: str, wave: list[tuple[str, int]], channel: str | None = None) -> None:
-    (wave_frame(spark, spec, wave, channel).write.mode("overwrite")
-     .option("partitionOverwriteMode", "dynamic")
-     .partitionBy(*specs.PARTITION_COLUMNS).parquet(out))
+def write_wave(spark, spec: CampaignSpec, out: str, spans: list[tuple[str, int, int]],
+               channel: str | None = None) -> None:
+    write_rows(wave_frame(spark, spec, spans, channel), out)
+
+
+def write_rows(frame, out: str) -> None:
+    frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic") \
+        .partitionBy(*specs.PARTITION_COLUMNS).parquet(out)
 
 
 def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dict], bool, list[str]]:
@@ -382,6 +421,7 @@ def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dic
             F.sum("steps").alias("steps"), F.sum("duration").alias("seconds"),
             F.max("duration").alias("max_seconds")]
     found = {r["property"]: r.asDict() for r in df.groupBy("property").agg(*aggs).collect()}
+    not_held = sum((r["rows"] or 0) - (r["held"] or 0) for r in found.values())
     per_property, problems = [], []
     for prop in spec.properties:
         row = found.pop(prop, None) or {"rows": 0, "distinct_seeds": 0, "min_seed": None, "max_seed": None,
@@ -397,10 +437,11 @@ def summarize(spark, out: str, spec: CampaignSpec) -> tuple[list[dict], list[dic
     for prop in found:
         problems.append(f"{prop}: results of a property outside the campaign")
     first = lambda c: F.min_by(c, "seed").alias(c)  # noqa: E731 - the smallest seed represents
-    failures = (df.where(verdict != "held").groupBy("property", "verdict", "signature")
-                .agg(F.count("*").alias("seeds"), F.min("seed").alias("seed"),
-                     *[first(c) for c in ("signature_text", "invariant", "message", "scenario", "reproduce")])
-                .orderBy("property", "seed").collect())
+    failures = [] if not not_held else (  # every row held: no second pass over the results
+        df.where(verdict != "held").groupBy("property", "verdict", "signature")
+        .agg(F.count("*").alias("seeds"), F.min("seed").alias("seed"),
+             *[first(c) for c in ("signature_text", "invariant", "message", "scenario", "reproduce")])
+        .orderBy("property", "seed").collect())
     return per_property, [r.asDict() for r in failures], not problems, problems
 
 
@@ -420,12 +461,33 @@ def cancel_all(spark) -> None:
 
 
 def warm_up(spark, cores: int) -> None:
-    """Starts the Python workers and imports the properties there (part of startup)."""
+    """Starts the Python workers and imports the properties there (part of startup). On a local
+    master it also writes a dummy wave to a temporary directory and verifies it as a campaign
+    does: the JVM compiles a query shape the first time it runs it (code generation, class loading),
+    ~2-4 s here that would otherwise stall the first wave and the read-back."""
     n = max(2, 2 * cores)
     try:
         spark.range(0, n, 1, n).mapInArrow(executor.warm_up, executor.DESCRIBE_DDL).collect()
-    except Exception:  # noqa: BLE001 - only an optimisation: the first wave imports instead
+        if _master(spark).startswith("local"):
+            import tempfile
+
+            prop = executor.WARM_UP_CONFIG["property"]
+            spec = CampaignSpec(name=executor.WARM_UP_CONFIG["campaign"], properties=[prop], seed_start=0,
+                                seed_end=n, examples=1, chunk_seeds={prop: 1})
+            with tempfile.TemporaryDirectory(prefix="streamproof-warm-up-") as out:
+                write_rows(spark.range(0, n, 1, n).mapInArrow(executor.warm_up_rows, specs.spark_ddl()), out)
+                summarize(spark, out, spec)
+    except Exception:  # noqa: BLE001 - only an optimisation: the first wave imports and compiles instead
         pass
+
+
+def _master(spark) -> str:
+    from streamproof.spark_harness.session import is_connect
+
+    try:
+        return spark.conf.get("spark.master") if is_connect(spark) else spark.sparkContext.master
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume: bool,
@@ -481,12 +543,12 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
         if not wave:
             return False
         submitted += 1
-        submit(submitted, wave, 1)
+        submit(submitted, wave, partition_spans(spec, wave, cores, planner.work_left()), 1)
         return True
 
-    def submit(number: int, wave: list, attempt: int) -> None:
-        future = executor_pool.submit(write_wave, spark, spec, out, wave, getattr(bar, "channel", None))
-        in_flight[future] = (number, wave, attempt)
+    def submit(number: int, wave: list, spans: list, attempt: int) -> None:
+        future = executor_pool.submit(write_wave, spark, spec, out, spans, getattr(bar, "channel", None))
+        in_flight[future] = (number, wave, spans, attempt)
         if bar is not None:
             bar.started(seeds_of(wave))
 
@@ -496,14 +558,14 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
         while in_flight:
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
             for future in finished:
-                number, wave, attempt = in_flight.pop(future)
+                number, wave, spans, attempt = in_flight.pop(future)
                 error = future.exception()
                 if bar is not None:
                     bar.ended(seeds_of(wave), error is None, number)
                 if error is not None:  # a lost executor, a crashed worker: run the wave again
                     if attempt >= MAX_WAVE_ATTEMPTS:
                         raise CampaignError(f"wave {number} failed {attempt} times: {_first_line(error)}")
-                    submit(number, wave, attempt + 1)
+                    submit(number, wave, spans, attempt + 1)
                     continue
                 run.waves += 1
                 run.chunks_run += len(wave)
@@ -519,7 +581,7 @@ def run_campaign(spark, spec: CampaignSpec, out: str, run: RunRecord, *, resume:
         executor_pool.shutdown(wait=False, cancel_futures=True)
         run.seconds += time.perf_counter() - started
         started = time.perf_counter()
-        run.seeds_dropped = sum(seeds_of(w) for _, w, _ in in_flight.values())
+        run.seeds_dropped = sum(seeds_of(w) for _, w, _, _ in in_flight.values())
         run.status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
         try:
             save_run(spark, out, spec, run)  # best effort: the record says how the run ended

@@ -101,6 +101,23 @@ def run_partition(config: dict, batches: Iterable) -> Iterator:
         yield rows_to_batch(rows)
 
 
+BATCH_SEEDS = 10_000  # seeds per Arrow batch of a span (Spark's default maxRecordsPerBatch)
+
+
+def run_spans(spans: list, batches: Iterable) -> Iterator:
+    """The ``mapInArrow`` function of a wave, over ``spark.range(0, len(spans), 1, len(spans))``:
+    partition ``i`` holds the one id ``i`` and runs ``spans[i] = (fn, lo, hi)``, ``fn`` being
+    :func:`run_partition` bound to a property's config (or ``progress.reporting_partition``), on the
+    seeds ``lo..hi-1``. So a wave's partitions can have any sizes (``campaign.partition_spans``)."""
+    import pyarrow as pa
+
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            fn, lo, hi = spans[i]
+            yield from fn(pa.RecordBatch.from_arrays([pa.array(range(s, min(hi, s + BATCH_SEEDS)), pa.int64())],
+                                                     ["id"]) for s in range(lo, hi, BATCH_SEEDS))
+
+
 def run_seeds_locally(config: dict, seeds: Iterable[int]) -> list[dict]:
     """The same rows without Spark (the benchmark's baseline, the tests' reference)."""
     return [run_seed(config, seed) for seed in seeds]
@@ -141,3 +158,13 @@ def warm_up(batches: Iterable) -> Iterator:
 
 
 DESCRIBE_DDL = "id bigint, spark_harness string, properties string, main_thread boolean, executor string"
+
+WARM_UP_CONFIG = {"campaign": "warm-up", "property": "warm-up", "seed_start": 0, "chunk_seeds": 1, "examples": 1,
+                  "step_count": spec.DEFAULT_STEP_COUNT}
+
+
+def warm_up_rows(batches: Iterable) -> Iterator:
+    """``mapInArrow`` warm-up: a result row (``spec.COLUMNS``, verdict ``error``) per id, no property
+    run, for a dummy wave written and read back like a campaign's (``campaign.warm_up``)."""
+    for batch in batches:
+        yield rows_to_batch([base_row(WARM_UP_CONFIG, seed) for seed in batch.column(0).to_pylist()])
