@@ -43,6 +43,7 @@ class Exploration:
     message: str = ""
     scenario: sc.Scenario | None = None  # the minimal failing scenario
     reach_examples: dict = field(default_factory=dict)  # note() label -> examples that reached it
+    found_seconds: float | None = None  # seconds until the first failing example ended (before shrinking)
 
     @property
     def verdict(self) -> str:
@@ -115,9 +116,10 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
             return Exploration(prop.name, True, tally.examples, tally.steps, time.perf_counter() - started,
                                dict(reach), reach_examples=dict(tally.reach_examples))
         invariant = error.invariant if isinstance(error, Violation) else f"crash: {type(error).__name__}"
+        found = None if tally.found_at is None else tally.found_at - started
         return Exploration(prop.name, False, tally.examples, tally.steps, time.perf_counter() - started,
                            dict(reach), invariant, _one_line(error), scenario or _scenario_of(prop, error),
-                           dict(tally.reach_examples))
+                           dict(tally.reach_examples), found)
 
     interrupts = _interrupts
     with counting() as reach, pinned_constants():
@@ -190,6 +192,7 @@ class _Tally:
         self.examples = self.steps = 0
         self.failed = False
         self.first_error: BaseException | None = None  # the first failure (what shrinking starts from)
+        self.found_at: float | None = None  # perf_counter() when the first failure ended
         self.progress = progress
         self.reach: Counter | None = None
         self.reach_examples: Counter = Counter()
@@ -216,6 +219,7 @@ class _Tally:
                 return  # given up by Hypothesis (or interrupted): not an example
             self.failed = True  # the first failure: counted; the runs after it are shrinking
             self.first_error = error
+            self.found_at = time.perf_counter()
         self.examples += 1
         self.steps += self._steps
         if self.reach is not None:

@@ -479,7 +479,7 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
         raise input_error(e) from None
     default_examples, _ = profile_defaults()
     examples = examples or default_examples
-    rows, survived, job_lengths = [], 0, []
+    rows, survived, job_lengths, hunts = [], 0, [], []
     current = None
     try:
         with Status("bugzoo", len(variants)) as status:
@@ -495,6 +495,7 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
                 family = registry.get(bug.caught_by).family
                 if length is not None and family == "job":
                     job_lengths.append(length)
+                hunts.append((family, caught, e.found_seconds, e.seconds, e.examples))
                 rows.append((bug.name, bug.source, "yes" if caught else "NO", f"{e.seconds:.2f}" if caught else "-",
                              e.examples, length if length is not None else "-", e.invariant or "-"))
                 current = None  # finished before it is printed: a Ctrl-C from now on counts it
@@ -506,6 +507,7 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
                         emit_json({
                             "variant": bug.name, "source": bug.source, "caught_by": bug.caught_by,
                             "caught": caught, "family": family, "seconds": round(e.seconds, 3),
+                            "found_seconds": None if e.found_seconds is None else round(e.found_seconds, 3),
                             "examples": e.examples, "explored_steps": e.steps, "counterexample_steps": length,
                             "invariant": e.invariant, "message": e.message or None,
                             "scenario": e.scenario.to_dict() if e.scenario is not None else None,
@@ -528,13 +530,20 @@ def bugzoo(names: tuple[str, ...], examples: int | None, seed: int, as_json: boo
         interrupted(what, f"finished: {len(rows)} of {len(variants)} bug variants "
                           f"({len(rows) - survived} caught, {survived} survived)")
     median = _median(job_lengths)
+    families = time_to_detect(hunts)
     if as_json:
-        if median is not None:  # a last line when job variants were hunted
-            emit_json({"summary": True, "variants": len(rows), "caught": len(rows) - survived,
-                       "median_job_counterexample_steps": median, "job_variants": len(job_lengths)})
+        summary = {"summary": True, "variants": len(rows), "caught": len(rows) - survived, "families": families}
+        if median is not None:
+            summary.update(median_job_counterexample_steps=median, job_variants=len(job_lengths))
+        emit_json(summary)
     else:
         _print_bugzoo_table(rows)
         click.echo("")
+        for family, d in families.items():
+            if d["caught"]:
+                click.echo(f"{family}: {d['caught']} of {d['variants']} caught; time to detect (first failing "
+                           f"example) median {d['found_seconds']['median']:g} s, max {d['found_seconds']['max']:g} s; "
+                           f"examples median {d['examples']['median']:g}, max {d['examples']['max']:g}")
         if median is not None:
             click.echo(f"median job counterexample: {median:g} steps (over {len(job_lengths)} job variants)")
         click.echo(f"{len(rows) - survived} of {len(rows)} bug variants caught" if not survived
@@ -555,6 +564,22 @@ def _cases(record: _CheckRecord) -> str:
         return "-"
     reach = record.reach()
     return f"{sum(1 for label in declared if reach.get(label))}/{len(declared)}"
+
+
+def time_to_detect(hunts: list[tuple]) -> dict:
+    """Per family, the distribution of time to detect over its caught variants: seconds to the
+    first failing example (``found_seconds``), seconds with shrinking, examples run.
+    ``hunts``: (family, caught, found seconds, seconds, examples) per variant."""
+    out: dict = {}
+    for family in sorted({h[0] for h in hunts}):
+        mine = [h for h in hunts if h[0] == family]
+        caught = [h for h in mine if h[1]]
+        spread = {name: {"median": _median([h[i] for h in caught]), "max": max((h[i] for h in caught), default=None)}
+                  for name, i in (("found_seconds", 2), ("seconds", 3), ("examples", 4))}
+        for d in spread.values():
+            d.update({k: round(v, 3) for k, v in d.items() if isinstance(v, float)})
+        out[family] = {"variants": len(mine), "caught": len(caught), **spread}
+    return out
 
 
 def _median(values: list[int]) -> float | None:

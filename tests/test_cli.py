@@ -275,9 +275,27 @@ def test_bugzoo_catching_the_variant_exits_0():
 def test_bugzoo_a_surviving_variant_exits_1():
     result = run("bugzoo", "restore-accepts-foreign-key-groups", "--examples", "1", "--json")
     assert result.exit_code == 1, result.output
-    [line] = json_lines(result.stdout)
+    line, summary = json_lines(result.stdout)
     assert line["variant"] == "restore-accepts-foreign-key-groups" and line["caught"] is False
-    assert line["scenario"] is None
+    assert line["scenario"] is None and line["found_seconds"] is None
+    assert summary["summary"] and summary["caught"] == 0
+    assert summary["families"][line["family"]]["caught"] == 0 and summary["families"][line["family"]]["variants"] == 1
+
+
+def test_bugzoo_json_summary_gives_time_to_detect_per_family():
+    result = run("bugzoo", "key-context-set-after-poll", "batch-sees-later-puts", "--json")
+    assert result.exit_code == 0, result.output
+    *rows, summary = json_lines(result.stdout)
+    assert [r["caught"] for r in rows] == [True, True]
+    for r in rows:  # the first failing example is found before shrinking ends
+        assert 0 < r["found_seconds"] <= r["seconds"]
+    families = summary["families"]
+    assert set(families) == {r["family"] for r in rows}
+    for r in rows:
+        d = families[r["family"]]
+        assert d["caught"] == d["variants"] == 1
+        assert d["found_seconds"]["median"] == d["found_seconds"]["max"] == r["found_seconds"]
+        assert d["examples"]["median"] == r["examples"]
 
 
 # --------------------------------------------------------------------------- version, plugin
