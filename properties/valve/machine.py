@@ -44,6 +44,7 @@ REACHABILITY = (
     "event buffered while a gateway was closed",
     "buffered event released by an acknowledgement",
     "checkpoint waited for event acknowledgements",
+    "event sent while a checkpoint waited for acknowledgements",
     "checkpoint completed",
     "checkpoint failed: an event sent before the close was lost",
     "region failover while events were buffered",
@@ -198,6 +199,25 @@ class ValveMachine(RuleBasedStateMachine):
             self.ack_the_rest()
         if self.pending is not None and self.pending in self.epochs.completed:
             self.checkpoint_completes()
+
+    @precondition(lambda self: self.pending is None)
+    @rule(gap=st.integers(1, 2))
+    def checkpoint_while_events_in_flight(self, gap):
+        """FLINK-16986's window, aimed at: events in flight (their RPCs unanswered) when a
+        checkpoint is triggered, the coordinator's future completing before they are acknowledged,
+        an event sent right then (it belongs after the checkpoint: the valve must hold it until
+        the subtasks' snapshots), then the RPCs answered."""
+        for subtask in range(self.parallelism):
+            if not self.in_flight(subtask):
+                self.do(vs.Rpc(subtask, "pending"))
+        self.send_to_all()
+        self.trigger(gap)
+        self.coordinator_completes()
+        if self.pending is not None and self.result(self.pending) == "pending":
+            note("event sent while a checkpoint waited for acknowledgements")
+        self.send_to_all()
+        if any(self.in_flight(i) for i in range(self.parallelism)):
+            self.do(vs.RpcAckAll())
 
     @precondition(lambda self: self.pending is not None and not self.coordinator_done(self.pending))
     @rule()
