@@ -44,6 +44,7 @@ REACHABILITY = (
     "three snapshots running at once",
     "snapshot holds a TRIGGER or WAIT action",
     "format-1 snapshot restored",
+    "format-1 snapshot restored with a processing-time timer",
     "rescaled restore (N -> M, N != M)",
     "restored timers fired",
     "corrupted snapshot rejected",
@@ -195,6 +196,27 @@ class SnapshotMachine(RuleBasedStateMachine):
             note("history compacted while another snapshot reads it")
         self.do(ss.FinishSnapshot(first))
         self.finished.append(first)
+
+    @rule(key=KEYS, namespace=NAMESPACES, ts=TIMESTAMPS, action=ACTIONS, service=SERVICES,
+          parallelism=st.integers(1, 3))
+    def format_1_probe(self, key, namespace, ts, action, service, parallelism):
+        """Issue 31: a pending processing-time timer in a format-1 snapshot (written before
+        FLIP-269's actions existed), restored: the timer comes back with CANCEL, whatever action
+        it was registered with."""
+        self.do(timer_steps.SetKey(key))
+        self.do(timer_steps.Register("processing", namespace, ts, action, service))
+        snapshot_id = self._new_id()
+        self.do(ss.StartSnapshot(snapshot_id, 1))
+        self.parallelism[snapshot_id], self.formats[snapshot_id] = self.job_parallelism, 1
+        self.do(ss.FinishSnapshot(snapshot_id))
+        self.finished.append(snapshot_id)
+        parallelism = min(parallelism, self.max_parallelism)
+        if any(domain == "processing" for _, domain, *_ in self.run.model.model.live):
+            note("format-1 snapshot restored with a processing-time timer")
+        self.do(ss.RestoreJob(snapshot_id, parallelism))
+        self.running = []
+        self.job_parallelism = parallelism
+        self.restored_ids.add(snapshot_id)
 
     def _started_first(self, snapshot_id: str) -> str:
         return min([snapshot_id, *self.running], key=lambda i: int(i[1:]))
