@@ -293,6 +293,9 @@ class CheckpointCoordinator:
 
     def abort_pending(self) -> None:
         self.aborted += len(self.pending)
+        bookkeeping = getattr(self.job, "bookkeeping", None)
+        if bookkeeping is not None and any(p["acks"] for p in self.pending.values()):
+            bookkeeping.counts["checkpoint aborted after a task's snapshot"] += 1
         self.pending.clear()
 
 

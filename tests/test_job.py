@@ -184,7 +184,7 @@ def test_the_failure_free_run_is_simulated_only_to_explain_a_difference():
         assert simulated.count(False) == 5
     simulated.clear()
     with mock.patch.object(check, "_run", counting), bugzoo.get_variant("combined-watermark-from-first-input-only").patch():
-        found = explore(registry.get("job.exactly-once"), 30, seed=0, shrink=False)
+        found = explore(registry.get("job.exactly-once"), 100, seed=0, shrink=False)
     assert not found.holds and found.invariant == "reference-run-matches-model"
     assert simulated.count(True) >= 1
     assert check.READS_REFERENCE == {"job.exactly-once", "job.timer-effects-once"}

@@ -399,3 +399,111 @@ def side_outputs_outside_the_transaction():
 
     with patched(TwoPhaseCommitSink, invoke=invoke):
         yield
+
+
+# -- issue 31: keyed forward edges after a rescale; end of input after a restore -------------------
+def _reads_keyed_forward(graph, name: str) -> bool:
+    """Whether keyed operator ``name`` reads a keyed stream over a forward edge (reinterpretAsKeyedStream)."""
+    return graph.by_name[name].kind == "keyed_process" and any(
+        e.partitioning == "forward" and graph.by_name[e.source].kind != "source" for e in graph.inputs(name))
+
+
+@variant("forward-keyed-state-restored-by-subtask-index", "streamproof (issue 31)", "job.exactly-once",
+         "A keyed operator reading a keyed stream over a forward edge restores its keyed state from the "
+         "old subtask with its index (modulo the new parallelism), as operator state, instead of from the "
+         "old subtasks whose key groups overlap its own; its timers come by key group. After a rescale "
+         "the state of key groups that moved is lost (the backend keeps only its own key groups): "
+         "windows fire with partial sums.")
+@contextmanager
+def forward_keyed_state_by_index():
+    from streamproof.impl.chain import ChainTask, KeyedOperator
+    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.snapshots import restore_from_snapshots
+
+    original_job_restore, original_restore = GraphJob._restore, ChainTask.restore_operators
+
+    def _restore(self, checkpoint):
+        for task in self.tasks:
+            task.forward_keyed = {op.name for op in task.operators if _reads_keyed_forward(self.graph, op.name)}
+        original_job_restore(self, checkpoint)
+
+    def restore_operators(self, snapshots):
+        wrong = [op for op in self.operators if isinstance(op, KeyedOperator)
+                 and op.name in getattr(self, "forward_keyed", ())]
+        original_restore(self, snapshots)
+        for op in wrong:
+            operator = op.operator
+            tables = operator.state_backend._tables
+            for kg in tables:
+                tables[kg] = {}
+            for snap in snapshots:  # BUG: by old subtask index, not by key group
+                if op.name in snap.sink and snap.vertex_subtask % self.vertex_parallelism == self.vertex_subtask:
+                    operator.state_backend.restore(snap.sink[op.name].keyed_state)
+
+    with patched(GraphJob, _restore=_restore), patched(ChainTask, restore_operators=restore_operators):
+        yield
+
+
+@variant("finished-source-restored-without-max-watermark", "FLIP-147", "job.end-of-input",
+         "A source that had ended when the restored checkpoint was triggered is restored as finished with "
+         "EndOfData alone, without the MAX_WATERMARK Flink's StreamTaskFinishedOnRestoreSourceInput sends "
+         "first: when every source had ended, the restored tasks end their input without MAX_WATERMARK.")
+@contextmanager
+def finished_source_without_max_watermark():
+    from streamproof.impl.job import Job
+    from streamproof.impl.task import EndOfData
+
+    original = Job._end_finished_sources
+
+    def _end_finished_sources(self, checkpoint):
+        sources = self.sources
+        for source in sources:
+            source.end = (lambda s: lambda: (self.broadcast(s.index, EndOfData()), setattr(s, "ended", True)))(source)
+        try:
+            original(self, checkpoint)  # BUG: EndOfData without MAX_WATERMARK
+        finally:
+            for source in sources:
+                del source.end
+
+    with patched(Job, _end_finished_sources=_end_finished_sources):
+        yield
+
+
+@variant("finished-source-channel-state-dropped", "FLIP-147", "job.exactly-once",
+         "On restore the in-flight data of a channel whose source had ended when the checkpoint was "
+         "triggered is not replayed (as if a finished source's channel held nothing more): the records "
+         "an unaligned checkpoint captured behind its EndOfData are lost.")
+@contextmanager
+def finished_source_channel_state_dropped():
+    import dataclasses
+
+    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.job import Job
+
+    def without_ended(snapshot, ended_channel) -> object:
+        kept = [(c, e) for c, e in snapshot.channel_state if not ended_channel(snapshot, c)]  # BUG
+        return dataclasses.replace(snapshot, channel_state=kept)
+
+    def ended_of(checkpoint) -> set:
+        return {i for i, done in enumerate(checkpoint.sources_ended or ()) if done}
+
+    original_job = Job._replay_channel_state
+
+    def replay_job(self, checkpoint):
+        ended = ended_of(checkpoint)
+        snapshots = [without_ended(s, lambda _, c: c in ended) for s in checkpoint.task_snapshots]
+        original_job(self, dataclasses.replace(checkpoint, task_snapshots=snapshots))
+
+    original_graph, original_restore = GraphJob._replay_channel_state, GraphJob._restore
+
+    def restore_graph(self, checkpoint):
+        self.ended_at_restore = {self.graph.source_subtasks()[i] for i in ended_of(checkpoint)}
+        original_restore(self, checkpoint)
+
+    def replay_graph(self, snapshot, same_layout):
+        ended = getattr(self, "ended_at_restore", set())
+        original_graph(self, without_ended(snapshot, lambda s, c: tuple(s.channels[c]) in ended), same_layout)
+
+    with patched(Job, _replay_channel_state=replay_job), \
+            patched(GraphJob, _replay_channel_state=replay_graph, _restore=restore_graph):
+        yield

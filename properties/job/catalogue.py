@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from streamproof.properties.job.check import CHECKS, LIVENESS, check_job, check_liveness
-from streamproof.properties.job.inputs import _inputs
+from streamproof.properties.job.inputs import _inputs, keyed_forward_rescales, restores_after_end_of_input
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Record, Rescale
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
@@ -109,7 +109,13 @@ def graph_scenarios(draw, watermark_mode: str | None = None, steady_mail: bool |
 
 @st.composite
 def any_job_scenarios(draw) -> Scenario:
-    """Half one-stage jobs, half job graphs."""
+    """An eighth each issue 31's targeted shapes (keyed forward edges rescaled; restores after end of
+    input), the rest half one-stage jobs, half job graphs."""
+    shape = draw(st.integers(0, 7), label="shape")
+    if shape == 0:
+        return draw(keyed_forward_rescales())
+    if shape == 1:
+        return draw(restores_after_end_of_input())
     return draw(graph_scenarios() if draw(st.booleans(), label="job graph") else job_scenarios())
 
 
@@ -148,7 +154,9 @@ def job_scenarios(draw) -> Scenario:
 SUMMARIES = {
     "job.exactly-once": "Under checkpoints, failures (also inside interrupted firings), rescales and "
                         "interruptible timers, the committed output equals the failure-free run's "
-                        "(multiset; per key in window order for one-stage jobs); one-stage jobs and job graphs.",
+                        "(multiset; per key in window order for one-stage jobs); one-stage jobs and job graphs. "
+                        "Timers restored by subtask index after a rescale are caught only as a crash "
+                        "(crash: ValueError from the timer restore), keyed state so restored as a wrong output.",
     "job.timer-effects-once": "Every timer's effect is committed exactly once (as often as in the failure-free run); "
                               "every snapshot is taken between mails, never inside a callback (not even by a yield "
                               "inside one: checkpoint mail has MIN_PRIORITY).",
@@ -169,7 +177,12 @@ SUMMARIES = {
 REACHABILITY = ("timer firing interrupted", "failure inside an interrupted firing", "rescaled restore",
                 "restored from a completed checkpoint", "try_yield ran a mail inside a timer callback",
                 "barrier processed during an interrupted firing", "continuation pending when a new watermark arrived",
-                "a two-input operator processed records of both inputs")
+                "a two-input operator processed records of both inputs",
+                # issue 31: the targeted shapes (inputs.keyed_forward_rescales, inputs.restores_after_end_of_input)
+                "keyed forward edge rescaled from a checkpoint",
+                "keyed forward edge rescaled from a checkpoint with in-flight records",
+                "restored after a task's end of input", "restored after a task's end of input with in-flight records",
+                "failure between a task's snapshot and its checkpoint's completion")
 GRAPH_REACHABILITY = ("job graph with more than one stage", "operator chain of more than one operator before its sink",
                       "job graph rescaled", "timer firing interrupted", "failure inside an interrupted firing")
 

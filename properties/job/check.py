@@ -135,6 +135,8 @@ def _reach(run: SimulationResult) -> None:
         note("try_yield ran a mail inside a timer callback")
     if any(e[0] == "snapshot" and (e[4] is not None or e[5]) for e in run.task_log):
         note("barrier processed during an interrupted firing")
+    if counts.get("checkpoint aborted after a task's snapshot"):
+        note("failure between a task's snapshot and its checkpoint's completion")
     if counts.get("watermark while a continuation was pending"):
         note("continuation pending when a new watermark arrived")
     if run.metrics.get("chains"):
@@ -162,6 +164,28 @@ def _reach_graph(run: SimulationResult) -> None:
         note("a two-input operator processed records of both inputs")
 
 
+def _reach_restores(scenario: Scenario, run: SimulationResult) -> None:
+    """Issue 31's targeted cases: a rescale of a keyed operator reading a keyed stream over a
+    forward edge, and a restore after end of input reached a task (each also with in-flight
+    records carried by unaligned checkpoints, counted in both labels)."""
+    inflight = " with in-flight records" if run.channel_state_records else ""
+    failovers = [e for e in run.events if e[0] == "failover"]
+    if run.metrics.get("layouts") and any(e[1] == "rescale" and e[3] is not None for e in failovers):
+        graph = graph_of(scenario)
+        forward = {graph.chain_of[op.name] for op in graph.operators if op.kind == "keyed_process" and any(
+            e.partitioning == "forward" and graph.by_name[e.source].kind != "source" for e in graph.inputs(op.name))}
+        layouts = run.metrics["layouts"]
+        if any(a.get(c) != b.get(c) for a, b in zip(layouts, layouts[1:]) for c in forward):
+            note("keyed forward edge rescaled from a checkpoint")
+            if inflight:
+                note("keyed forward edge rescaled from a checkpoint" + inflight)
+    restored = {n + 1 for n, e in enumerate(failovers) if e[3] is not None}  # attempts restored from a checkpoint
+    if any(attempt + 1 in restored and any(e[0] == "end_of_data" for e in log) for attempt, _, log in run.output_logs):
+        note("restored after a task's end of input")
+        if inflight:
+            note("restored after a task's end of input" + inflight)
+
+
 def check_job(scenario: Scenario, prop: str) -> Verdict:
     """The property on the scenario's faulty run. A property that compares with the failure-free
     output (:data:`READS_REFERENCE`) compares with ``model/job.py``'s; the failure-free *run* is
@@ -173,6 +197,7 @@ def check_job(scenario: Scenario, prop: str) -> Verdict:
     if isinstance(faulty, str):
         return Verdict(prop, False, [], "job-finishes", faulty)
     _reach(faulty)
+    _reach_restores(scenario, faulty)
     observed = _observed(faulty)
     expected = model_reference(scenario) if prop in READS_REFERENCE else None
     problem = CHECKS[prop](faulty, expected)

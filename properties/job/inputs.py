@@ -17,15 +17,78 @@ _VALUE = st.integers(1, 5)
 _WATERMARK = st.booleans()
 
 
-def _inputs(draw, sources: int) -> list:
+def _inputs(draw, sources: int, records=_RECORDS) -> list:
     """Per source subtask, records with correct watermarks (never followed by a record at or below them)."""
     steps: list = []
     for source in range(sources):
         ts, last_watermark = 0, None
-        for _ in range(draw(_RECORDS, label="records")):
+        for _ in range(draw(records, label="records")):
             ts += draw(_GAP)
             steps.append(Record(source, draw(_KEY), draw(_VALUE), ts))
             if draw(_WATERMARK) and (last_watermark is None or ts - 1 > last_watermark):
                 last_watermark = ts - 1
                 steps.append(SourceWatermark(source, last_watermark))
     return steps
+
+
+# issue 31: the targeted shapes (drawn by ``catalogue.any_job_scenarios`` now and then)
+_SHORT = st.integers(1, 8)
+_KEYED = ["window_sum", "timer_chain", "yielding_window_sum", "side_window_sum"]
+
+
+@st.composite
+def keyed_forward_rescales(draw):
+    """A keyed operator feeding a second keyed operator over a forward edge (chained, or a task of
+    its own), the pair rescaled from a checkpoint taken while windows and timers are pending
+    (short checkpoint interval, the rescale after 1-2 completed checkpoints; rarely to parallelism 1); unaligned
+    checkpoints half the time (in-flight records on the forward edge)."""
+    from streamproof.properties.job.steps import Fail, Rescale
+    from streamproof.properties.scenario import Scenario
+    sources, p = draw(st.integers(1, 2), label="sources"), draw(st.integers(1, 3), label="parallelism")
+    second = {"name": "k1", "kind": "keyed_process", "parallelism": p, "function": draw(st.sampled_from(_KEYED))}
+    if draw(st.booleans()):
+        second["chaining"] = False  # a forward edge between two tasks
+    operators = [{"name": "source", "kind": "source"},
+                 {"name": "k0", "kind": "keyed_process", "parallelism": p,
+                  "function": draw(st.sampled_from(["keyed_identity", *_KEYED]))},
+                 second, {"name": "sink", "kind": "sink", "parallelism": p}]
+    edges = [{"from": "source", "to": "k0", "partitioning": "keyed"},
+             {"from": "k0", "to": "k1", "partitioning": "forward"},
+             {"from": "k1", "to": "sink", "partitioning": "forward"}]
+    steps = _inputs(draw, sources)
+    new_p = draw(st.sampled_from([q for q in (2, 3, 4, 1) if q != p]), label="new parallelism")
+    steps.append(Rescale(draw(st.integers(10, 120)), new_p, draw(st.sampled_from(["k0", "k1"])),
+                         draw(st.integers(1, 2))))
+    if draw(st.booleans()):
+        steps.append(Fail(draw(st.integers(1, 400)), None))
+    unaligned = draw(st.booleans())
+    params = {"graph": {"operators": operators, "edges": edges}, "sources": sources,
+              "max_parallelism": draw(st.sampled_from([4, 8, 16])), "checkpoint_interval": draw(st.integers(2, 6)),
+              "interruptible_timers": draw(st.booleans()), "unaligned": unaligned,
+              "channel_capacity": draw(st.integers(1, 4)), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
+              "seed": draw(st.integers(0, 2**16))}
+    return Scenario(family="job", steps=tuple(steps), params=params)
+
+
+@st.composite
+def restores_after_end_of_input(draw):
+    """A one-stage job with short sources that end early, unaligned checkpoints every few
+    steps (so a checkpoint is triggered after a source ended, with that source's last records,
+    MAX_WATERMARK and EndOfData in flight), and failures after one or more completed checkpoints,
+    late enough to fall after end of input; sources' watermarks from bounded-out-of-orderness
+    generators two times in three (sources restored as finished, FLIP-147)."""
+    from streamproof.properties.job.steps import Fail
+    from streamproof.properties.scenario import Scenario
+    sources = draw(st.integers(1, 3), label="sources")
+    steps = _inputs(draw, sources, _SHORT)
+    n = len(steps)  # a failure late in the run: after the sources ended, while tasks still work
+    for _ in range(draw(st.integers(1, 2), label="failures")):
+        steps.append(Fail(draw(st.integers(n, 3 * n + 10)), None, draw(st.integers(1, 3 + n // 2))))
+    params = {"operator": draw(st.sampled_from(_KEYED)), "sources": sources, "parallelism": draw(st.integers(1, 3)),
+              "max_parallelism": draw(st.sampled_from([4, 8, 16])), "checkpoint_interval": draw(st.integers(2, 5)),
+              "interruptible_timers": draw(st.booleans()), "unaligned": True,
+              "channel_capacity": draw(st.integers(2, 4)), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
+              "seed": draw(st.integers(0, 2**16))}
+    if draw(st.integers(0, 2)) > 0:
+        params["watermark_bound"] = draw(st.integers(0, 3))
+    return Scenario(family="job", steps=tuple(steps), params=params)
