@@ -19,6 +19,16 @@ in a context manager, each caught by a test in ``tests/test_certify_bugzoo.py``.
 - ``watermarks-not-regenerated``: a restored source's watermark generator does not restart from the
   replayed records (the emission points keep their failure-free values), so restored timers wait for
   the end of input where Flink fires them at the regenerated watermark.
+- ``restored-clock-starts-at-zero``: a restored task's input-driven processing-time clock starts at
+  0, not where the checkpoint's tasks owning its key groups were (plus the restart's gap), until
+  the replayed input moves it on: a timer registered right after the restore is due too early
+  (issue 31).
+- ``restored-clock-ignores-restart-gap``: a restored task's clock resumes where the checkpoint's
+  tasks were, without the time the restart took (``restore_clock_gap``), so processing-time timers
+  that came due while the job restarted wait for the replayed input (issue 31).
+- ``restored-lineage-forgets-inherited-input``: after a restore a task's lineage starts empty, without
+  the input its restored state consumed before the checkpoint, so the failure-free replay certify
+  takes as the reference for the restored run follows only the new attempt's input (issue 31).
 """
 
 from __future__ import annotations
@@ -137,6 +147,64 @@ def _watermarks_not_regenerated():
         yield
     finally:
         job.SourceTask.emit_next, job.SourceTask._restart_tick = original_tick, original_restart
+
+
+@_variant("restored-clock-starts-at-zero")
+def _restored_clock_starts_at_zero():
+    from streamproof.impl.graph_job import GraphJob
+
+    original = GraphJob._create_task
+
+    def create_task(self, chain, s):  # the clock is made as if nothing were restored
+        restoring, self.restoring = self.restoring, None
+        try:
+            return original(self, chain, s)
+        finally:
+            self.restoring = restoring
+    GraphJob._create_task = create_task
+    try:
+        yield
+    finally:
+        GraphJob._create_task = original
+
+
+@_variant("restored-clock-ignores-restart-gap")
+def _restored_clock_ignores_restart_gap():
+    from streamproof.impl.graph_job import GraphJob
+
+    original = GraphJob._create_task
+
+    def create_task(self, chain, s):  # the clock is made as if the restart took no time
+        spec, self.spec = self.spec, dataclasses.replace(self.spec, restore_clock_gap=0)
+        try:
+            return original(self, chain, s)
+        finally:
+            self.spec = spec
+    GraphJob._create_task = create_task
+    try:
+        yield
+    finally:
+        GraphJob._create_task = original
+
+
+@_variant("restored-lineage-forgets-inherited-input")
+def _restored_lineage_forgets_inherited_input():
+    from streamproof.impl.graph_job import GraphJob
+
+    original = GraphJob._restore
+
+    def restore(self, checkpoint):
+        original(self, checkpoint)
+        for task in self.tasks:  # unknown (None, after a rescale) stays unknown
+            if task.inherited is not None:
+                task.inherited = []
+            if task.inherited_records is not None:
+                task.inherited_records = []
+    GraphJob._restore = restore
+    try:
+        yield
+    finally:
+        GraphJob._restore = original
 
 
 __all__ = ["VARIANTS", "applied"]

@@ -24,6 +24,8 @@ from typing import Any
 
 from streamproof.flink.common.typeinfo import float_writes, floats_rounded, floats_rounded_on_write
 from streamproof.impl.job import JobSpec
+from streamproof.impl.keygroups import assign_to_key_group, compute_operator_index_for_key_group
+from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
 from streamproof.impl.one_operator_job import simulate_one_operator
 from streamproof.impl.sim import Fault, SimulationResult
 from streamproof.properties.bugzoo import clears_on_patch
@@ -77,6 +79,9 @@ EVENT_TIMERS_MID_STREAM = "event-time timer fired before end of input"
 SPLIT_CASE = "record of a due key inside a split firing"
 SNAPSHOT_WITH_TIMERS = "checkpoint taken while timers were pending"
 LINEAGE_REJECTED = "lineage that no failure-free run follows"
+# the runtime's own bookkeeping across a restore, checked on every restored run (issue 31)
+RESTORED_LINEAGE = "restore whose lineage must hold inherited input"
+RESTORED_CLOCK = "restore whose processing-time clock was checked"
 
 
 def required(prop: str, reached: dict) -> list[str]:
@@ -581,6 +586,9 @@ def _same_output_as_run(scenario: Scenario, r: Runs):
     if isinstance(r.faulty, str):
         return "job-finishes", r.faulty
     cover(r.faulty)
+    problem = _lineage_forgets_input(scenario, r.faulty) or _restored_clock_differs(scenario, r)
+    if problem is not None:
+        return problem
     got = output(r.faulty)
     if got == output(r.off(0)):
         return None
@@ -707,6 +715,102 @@ def _matches_lineage(faulty: SimulationResult, candidates):
         if got == references[-1]:
             return None, references
     return "different", references
+
+
+# -- the runtime's bookkeeping across a restore ------------------------------------------------
+def _restored(run: SimulationResult) -> bool:
+    """Did a failover restore a completed checkpoint?"""
+    return any(e[0] == "failover" and e[3] is not None for e in run.events)
+
+
+def _lineage_forgets_input(scenario: Scenario, run: SimulationResult):
+    """The faulty run's lineage is what its reference replays, so it must name every input
+    element the run consumed, those its restored state consumed before the checkpoint too: per
+    task and channel at least the records routed to it and, with drain, the end of input's
+    MAX_WATERMARK and EndOfData (sent again by every attempt's sources). A lineage that forgets
+    some would leave the restore without its reference. (Other elements are not counted: a
+    restarted generator may emit fewer watermarks, and a source that ended before the checkpoint
+    sends only its end again.)"""
+    if run.lineage is None or not _restored(run):
+        return None
+    note(RESTORED_LINEAGE)
+    params = job_params(scenario)
+    parallelism, max_parallelism, ends = len(run.lineage), params["max_parallelism"], 2 if params["drain"] else 0
+    for channel, elements in enumerate(sources_of(scenario)):
+        routed = Counter(compute_operator_index_for_key_group(
+            max_parallelism, parallelism, assign_to_key_group(e.key, max_parallelism))
+            for e in elements if isinstance(e, StreamRecord))
+        for task, lineage in enumerate(run.lineage):
+            named = list(lineage).count(channel)
+            if named < routed[task] + ends:
+                return ("lineage-holds-the-input",
+                        f"certify's runtime: after a restore, subtask {task}'s lineage names {named} elements of input "
+                        f"channel {channel}, fewer than the {routed[task]} records{' and the end of input' * bool(ends)} "
+                        "it consumed there: no failure-free run can be replayed as the reference")
+    return None
+
+
+class ProcessingTimeWitness(KeyedProcessFunction):
+    """Certify's own operator: outputs the processing time each record meets."""
+
+    def process_element(self, value, ctx, out):
+        out.collect((value, ctx.timestamp(), ctx.timer_service().current_processing_time()))
+
+
+CLOCK_WITNESS = "certify:processing-time-witness"
+FUNCTIONS[CLOCK_WITNESS] = ProcessingTimeWitness
+WITNESS_TIME = 1  # the one processing-time advance at the head of each source of the witness's input
+
+
+def clock_witness(scenario: Scenario) -> Scenario:
+    """The scenario's records, watermarks and faults with the witness for its operator and one
+    processing-time advance to :data:`WITNESS_TIME` first in every source (none elsewhere): every
+    task's clock is 0 until it reads one, then that value, so a checkpoint's tasks agree on it (a
+    rescale merging them too) and a record read after a restore, before the replayed input moved
+    the clock, meets the restored clock."""
+    from streamproof.properties.job.steps import ProcessingTime
+
+    heads = tuple(ProcessingTime(source, WITNESS_TIME) for source in range(job_params(scenario)["sources"]))
+    return dataclasses.replace(scenario, steps=heads + tuple(s for s in scenario.steps if not isinstance(s, ProcessingTime)),
+                               params={**scenario.params, "operator": CLOCK_WITNESS})
+
+
+def _restored_clock_differs(scenario: Scenario, r: Runs):
+    """Input-driven processing time resumes after a restore where the checkpoint's tasks were, plus
+    the restart's gap. The witness (:func:`clock_witness`) runs with the scenario's faults and
+    schedule. With a gap, every record a restored attempt reads meets a clock of at least the gap;
+    without one, each record meets the processing time its key group's history gives (the advances
+    consumed before it; not with unaligned checkpoints and a rescale, whose merge drops in-flight
+    advances). Else processing-time timers of a restored job fire at other points than any
+    failure-free run's (or a restart's)."""
+    params = job_params(scenario)
+    if params["processing_time"] != "input" or not _restored(r.faulty):
+        return None
+    witness = clock_witness(scenario)
+    run = r._get("clock-witness", lambda: _run(witness, False, r.seeds[0], faults_of(witness)))
+    if isinstance(run, str) or not _restored(run):
+        return None
+    note(RESTORED_CLOCK)
+    gap = params["restart_gap"]
+    if gap:
+        failovers = [e for e in run.events if e[0] == "failover"]
+        restored = {attempt for attempt, e in enumerate(failovers, 1) if e[3] is not None}
+        early = [entry[1] for attempt, _, log in run.output_logs if attempt in restored
+                 for entry in log if entry[0] == "record" and entry[1][2] < gap]
+        if not early:
+            return None
+        return ("processing-time-resumes-after-a-restore",
+                f"certify's runtime: the restart takes {gap} ms of processing time, yet a restored task read "
+                f"{readable(canonical(early[0][0]))} at processing time {early[0][2]}")
+    if not _histories_hold_the_input(witness, run) or (
+            params["unaligned"] and any(f.kind == "rescale" for f in run.faults_applied)):
+        return None
+    reference = history_reference(witness, run)
+    if not isinstance(reference, Counter) or output(run) == reference:
+        return None
+    return ("processing-time-resumes-after-a-restore",
+            "certify's runtime: after a restore, records meet another processing time than the input before them "
+            f"gives (record, timestamp, processing time): {_difference(output(run), reference)}")
 
 
 def _faulty_unsplit(r: Runs):

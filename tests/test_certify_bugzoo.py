@@ -14,7 +14,7 @@ from streamproof.properties import certify as cert
 from streamproof.properties import certify_bugzoo as zoo
 from streamproof.properties import certify_checks as checks
 from streamproof.impl.operators import KeyedProcessFunction
-from streamproof.properties.job.steps import Fail, Record, Rescale, SourceWatermark
+from streamproof.properties.job.steps import Fail, ProcessingTime, Record, Rescale, SourceWatermark
 from streamproof.properties.reach import counting
 from streamproof.properties.scenario import Scenario
 from tests.test_certify_split_shapes import REAL, count_with_timeout, scenario
@@ -151,6 +151,43 @@ def a_restore_reordering_equal_timers_is_a_finding() -> bool:
     return holds and checks.FINDING_TIE_ORDER in reach
 
 
+def restored_shape(restart_gap: int) -> Scenario:
+    """Records of a, b, c, a, b, c, processing time moved on after the first two, a failure right
+    after the second completed checkpoint (the first holds no input yet): the restored task reads
+    the rest of the input again."""
+    from examples.operators.real.count_with_timeout_function import Row
+
+    base = _named(scenario("count_with_timeout_function", [Row(f0=ts, f1=key, f2="x") for ts, key in enumerate("abcabc")]))
+    steps = base.steps[:2] + (ProcessingTime(0, 5_000),) + base.steps[2:] + (Fail(1, checkpoints=2),)
+    return Scenario(family="job", steps=steps,
+                    params={**base.params, "checkpoint_interval": 2, "restart_gap": restart_gap})
+
+
+def same_output_reaching(shape: Scenario, case: str) -> bool:
+    """certify.same-output on ``shape``, which must reach ``case``."""
+    with counting() as reach:
+        holds = checks.check("certify.same-output", shape).holds
+    assert case in reach, dict(reach)
+    return holds
+
+
+def restored_clock_resumes_at_the_checkpoint() -> bool:
+    """Restarts taking no time: after the restore, certify's clock witness meets each record at the
+    processing time the input before it gives, not at 0."""
+    return same_output_reaching(restored_shape(0), checks.RESTORED_CLOCK)
+
+
+def restored_clock_resumes_after_the_restart_gap() -> bool:
+    """A restart taking a minute: every record a restored task reads meets a clock past it."""
+    return same_output_reaching(restored_shape(60_000), checks.RESTORED_CLOCK)
+
+
+def restored_lineage_holds_inherited_input() -> bool:
+    """The restored run's lineage names the records its restored state consumed before the
+    checkpoint, not only those read after the restore."""
+    return same_output_reaching(restored_shape(0), checks.RESTORED_LINEAGE)
+
+
 CATCHES = {
     "coverage-counts-empty-splits": empty_splits_are_not_coverage,
     "split-schedule-seeded-only": unsafe_shape_refused_at_every_seed,
@@ -158,6 +195,9 @@ CATCHES = {
     "watermarks-not-regenerated": restored_timers_fire_at_the_regenerated_watermark,
     "histories-accepted-without-input-check": a_record_replayed_twice_is_refused,
     "tie-order-fixed-in-reference": a_restore_reordering_equal_timers_is_a_finding,
+    "restored-clock-starts-at-zero": restored_clock_resumes_at_the_checkpoint,
+    "restored-clock-ignores-restart-gap": restored_clock_resumes_after_the_restart_gap,
+    "restored-lineage-forgets-inherited-input": restored_lineage_holds_inherited_input,
 }
 
 
