@@ -482,6 +482,10 @@ class ChainTask(OperatorTask):
         # or a checkpoint waits for it (set by the job)
         self.terminate_on_finish = False
         self.keeps_history = False  # set by the job: record per key group what the keyed head consumed
+        # FLIP-147 (StreamTask.finalCheckpointMinId): the first checkpoint snapshotted after the
+        # input ended; a finished task ends only once one at least as new completes (an earlier
+        # one, e.g. unaligned and snapshotted at its first barrier, lacks what was read after it)
+        self.final_checkpoint: int | None = None
 
     @property
     def history_max_parallelism(self) -> int | None:
@@ -633,6 +637,8 @@ class ChainTask(OperatorTask):
 
     # -- checkpoints -------------------------------------------------------------------------
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        if self.state in (self.FINISHED, self.TERMINATED) and self.final_checkpoint is None:
+            self.final_checkpoint = checkpoint_id
         if self.state not in (self.FINISHED, self.TERMINATED):
             for op in self.operators:  # a finished operator is not asked again (FLIP-147)
                 op.prepare_snapshot_pre_barrier(checkpoint_id)
@@ -656,7 +662,8 @@ class ChainTask(OperatorTask):
         def notify() -> None:
             for op in self.operators:
                 op.notify_checkpoint_complete(checkpoint_id)
-            if terminate or (self.state == self.FINISHED and not any(op.pending() for op in self.operators)):
+            final = self.final_checkpoint is not None and checkpoint_id >= self.final_checkpoint
+            if terminate or (self.state == self.FINISHED and final and not any(op.pending() for op in self.operators)):
                 for op in reversed(self.operators):  # tail to head, as Flink closes a chain
                     op.close()
                 self.state = self.TERMINATED

@@ -328,6 +328,9 @@ class OperatorTask:
         # from, in order; ``forced``: a lineage to follow instead of round robin (reference runs)
         self.inherited: list[int] | None = []  # None: unknown (restored after a rescale)
         self.picks: list[int] = []
+        # FLIP-147 (StreamTask.finalCheckpointMinId): the first checkpoint snapshotted after the
+        # input ended; a finished task ends only once one at least as new completes
+        self.final_checkpoint: int | None = None
         self.forced: deque | None = None
         # a chain task's lineage of records only (job graphs): the channels its records came from, in
         # order, after those of the snapshot it restored; ``forced_records`` replays one
@@ -676,6 +679,8 @@ class OperatorTask:
         sink is chained)."""
 
     def _snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        if self.state in (self.FINISHED, self.TERMINATED) and self.final_checkpoint is None:
+            self.final_checkpoint = checkpoint_id
         if pending_timers(self.operator):
             self.snapshots_with_timers += 1
         return TaskSnapshot(self.subtask_index, self.key_group_range,
@@ -696,7 +701,8 @@ class OperatorTask:
         (no drain: no ``finish()``, pending timers stay in the savepoint)."""
         def notify() -> None:
             self.sink.notify_checkpoint_complete(checkpoint_id)
-            if terminate or (self.state == self.FINISHED and not self.sink.pending and not self.sink.current):
+            final = self.final_checkpoint is not None and checkpoint_id >= self.final_checkpoint
+            if terminate or (self.state == self.FINISHED and final and not self.sink.pending and not self.sink.current):
                 self.operator.close()
                 self.state = self.TERMINATED
         self.executor.execute(notify, f"notifyCheckpointComplete {checkpoint_id}")
