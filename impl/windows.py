@@ -302,7 +302,11 @@ class OperatorAttributesBuilder:
 
 
 # -- the window operator -----------------------------------------------------------------------
-_ABSENT = object()
+# A window's contents of None are no contents, as in Flink (WindowOperator skips a window whose
+# state reads null) and PyFlink (its reducing and aggregating states read None as empty): a None
+# accumulator is created again by the next element, and a window whose reduced value or
+# aggregate result is None is not emitted.
+_ABSENT = None
 
 
 class _WindowCollector:
@@ -415,7 +419,9 @@ class WindowOperator(KeyedProcessFunction):
         if self.kind == "process":
             self.function.process(key, window, list(contents), _WindowCollector(out, prefix))
         elif self.kind == "aggregate":
-            out.collect(prefix + (self.function.get_result(contents),))
+            result = self.function.get_result(contents)
+            if result is not None:
+                out.collect(prefix + (result,))
         else:
             out.collect(prefix + (contents,))
 

@@ -328,3 +328,29 @@ def test_end_of_stream_window_in_a_job_with_a_failover():
     for faults in ((), (Fault("fail", at=30),)):
         result = simulate(spec, seed=3, faults=faults)
         assert Counter(result.committed) == expected and result.failovers == len(faults)
+
+
+def test_none_window_contents_are_no_contents_as_in_flink():
+    """Flink's WindowOperator skips a window whose state reads null, and PyFlink's reducing and
+    aggregating states read None as empty: a None accumulator is created again by the next
+    element, and a window whose reduced value or aggregate result is None emits nothing."""
+    class ResettingSum:  # 0 resets the accumulator to None; a sum of 13 has no result
+        def create_accumulator(self):
+            return 0
+
+        def add(self, value, accumulator):
+            return None if value == 0 else accumulator + value
+
+        def get_result(self, accumulator):
+            return None if accumulator == 13 else accumulator
+
+    op, outputs = harness(WindowOperator(TumblingEventTimeWindows.of(10), ResettingSum(), "aggregate"))
+    feed(op, [("a", 0, 1), ("b", 5, 1), ("b", 0, 2), ("b", 2, 3), ("c", 13, 1)])
+    op.time_service_manager.advance_watermark(9)
+    # a: accumulator None, no window; b: None after its 0, so 2 starts afresh; c: result None
+    assert [v for v, _ in outputs] == [("b", 9, 2)]
+    op, outputs = harness(WindowOperator(TumblingEventTimeWindows.of(10), lambda a, b: None, "reduce"))
+    feed(op, [("k", 1, 1), ("k", 2, 2), ("k", 3, 3), ("j", 1, 1), ("j", 2, 2)])
+    op.time_service_manager.advance_watermark(9)
+    # k reduced to None, then 3 starts afresh; j ends reduced to None: no window
+    assert [v for v, _ in outputs] == [("k", 9, 3)]
