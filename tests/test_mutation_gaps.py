@@ -356,3 +356,384 @@ def test_the_snapshot_model_restores_only_a_finished_snapshot_and_abandons_the_r
     assert model.running() == [] and model.live == {("timers", "processing", (5, "a", "w")): "TRIGGER"}
     with pytest.raises(Rejected, match="is not running"):
         model.finish("running")
+
+
+# -- model/job.py (issue 31) ---------------------------------------------------------------------
+
+def test_end_of_stream_co_group_results_carry_max_timestamp_into_a_following_window():
+    """A FLIP-331 co-group's results are stamped Long.MAX_VALUE (the global window's end): a tumbling
+    window after it sums them in the window ending at MAX_TIME, in the model as in the runtime.
+    Kills model/job.py:140 (``_end_of_stream_co_group``) ``2**63 - 1`` -> ``2*63 - 1``."""
+    from collections import Counter
+
+    from streamproof.impl.graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import simulate_graph
+    from streamproof.impl.task import Watermark
+    from streamproof.model.job import MAX_TIME, graph_reference
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+    from streamproof.properties.job.steps import with_declared_attributes
+
+    ops = [("src", "source", None), ("tag", "map", "tag_right"), ("co", "keyed_process", "eos_co_group"),
+           ("win", "keyed_process", "tumbling_window_sum"), ("sink", "sink", None)]
+    edges = [("src", "tag", "forward"), ("tag", "co", "keyed"), ("co", "win", "keyed"), ("win", "sink", "forward")]
+    doc = {"operators": [{"name": n, "kind": k, "parallelism": 1, "function": f} for n, k, f in ops],
+           "edges": [{"from": a, "to": b, "partitioning": p} for a, b, p in edges]}
+    sources = [[("record", "a", 5, 1), ("record", "b", 2, 2), ("record", "a", 7, 3), ("watermark", 3)]]
+    want = Counter([("a", MAX_TIME, 12), ("b", MAX_TIME, 2)])
+    assert graph_reference(doc, sources, drain=True) == want
+    nodes = [OperatorNode(n, k, 1, f, True, False, False, "default") for n, k, f in ops]
+    graph = with_declared_attributes(JobGraph(nodes, [Edge(a, b, p) for a, b, p in edges]))
+    inputs = [[StreamRecord(k, v, ts) for _, k, v, ts in sources[0][:3]] + [Watermark(3)]]
+    run = simulate_graph(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
+    assert Counter(run.committed) == want
+
+
+# -- model/eos.py (issue 31) ---------------------------------------------------------------------
+
+def test_eos_output_before_max_watermark_is_a_violation_and_after_it_is_not():
+    """Kills model/eos.py:29 (``output_only_after_end``) ``entry[0] == "record"`` -> ``"XXrecordXX"``
+    (no record ever seen: nothing is a violation)."""
+    from streamproof.model.eos import output_only_after_end
+
+    log = [("watermark", 5), ("record", ("a", 3)), ("watermark", 2**63 - 1)]
+    assert "emitted ('a', 3) before MAX_WATERMARK" in output_only_after_end("w", log, 2)
+    assert output_only_after_end("w", log, None) is not None
+    assert output_only_after_end("w", log, 1) is None
+    assert output_only_after_end("w", [("watermark", 5)], None) is None
+
+
+def test_eos_a_checkpoint_or_consumer_at_the_step_the_blocking_chain_finished_is_allowed():
+    """The blocking chain must have finished at or before the trigger / the consumer's start: the
+    same step is allowed, a later finish or none is a violation. Kills model/eos.py:46
+    (``no_checkpoint_while_blocking``) and :58 (``consumers_after_producers``) ``end > step`` ->
+    ``end >= step``, and :58 ``end is None or end > step`` -> ``... and ...``."""
+    from streamproof.model.eos import consumers_after_producers, no_checkpoint_while_blocking
+
+    layouts = [{"p": 2, "c": 1}]
+    finish_log = [(0, "p", 0, 4), (0, "p", 1, 7)]  # p finished at step 7 (its last subtask)
+    assert no_checkpoint_while_blocking([(0, 1, 7, None)], finish_log, layouts, {"p"}) is None
+    assert "triggered at step 6 while p ran" in no_checkpoint_while_blocking([(0, 1, 6, None)], finish_log,
+                                                                             layouts, {"p"})
+    feeds = {("p", "c")}
+    assert consumers_after_producers([(0, "c", 0, 7)], finish_log, layouts, feeds) is None
+    assert consumers_after_producers([(0, "c", 0, None)], finish_log, layouts, feeds) is None  # never ran
+    assert "c[0] ran at step 6 before p finished" in consumers_after_producers([(0, "c", 0, 6)], finish_log,
+                                                                             layouts, feeds)
+    unfinished = finish_log[:1]  # only one of p's two subtasks finished: p never finished
+    assert "c[0] ran at step 9 before p finished" in consumers_after_producers([(0, "c", 0, 9)], unfinished,
+                                                                             layouts, feeds)
+    assert no_checkpoint_while_blocking([(0, 1, 9, None)], unfinished, layouts, {"p"}) is not None
+
+
+# -- impl/windows.py (issue 31) ------------------------------------------------------------------
+
+def test_event_time_windows_refuse_the_no_timestamp_marker():
+    """Flink's assigners refuse a record stamped Long.MIN_VALUE (the no-timestamp marker) and take
+    Long.MIN_VALUE + 1. Kills impl/windows.py:138 (``_check_timestamp``) ``timestamp <= MIN_WATERMARK``
+    -> ``<``."""
+    from streamproof.impl.timers import MIN_WATERMARK
+    from streamproof.impl.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
+
+    for assigner in (TumblingEventTimeWindows.of(10), SlidingEventTimeWindows.of(10, 5)):
+        for timestamp in (None, MIN_WATERMARK):
+            with pytest.raises(ValueError, match="no timestamp"):
+                assigner.assign_windows("x", timestamp)
+        assert assigner.assign_windows("x", MIN_WATERMARK + 1)
+
+
+
+def test_window_operators_use_interruptible_timers_as_flinks_do():
+    """Flink's WindowOperator opts in to interruptible timers (FLIP-443: ``useInterruptibleTimers``);
+    a plain keyed function does not unless it says so. Kills impl/windows.py:340
+    (``WindowOperator.interruptible_timers``) ``True`` -> ``None`` (its firings would never split)."""
+    from streamproof.impl.keygroups import KeyGroupRange
+    from streamproof.impl.operators import KeyedProcessOperator
+    from streamproof.impl.timers import ManualProcessingTimeService
+    from streamproof.impl.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
+
+    class Plain:
+        def process_element(self, value, ctx, out):
+            pass
+
+    def uses(function):
+        return KeyedProcessOperator(function, 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0),
+                                    lambda value, ts: None).use_interruptible_timers()
+
+    assert uses(WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate())) is True
+    assert uses(Plain()) is False
+
+# -- impl/coordinator_runtime.py (issue 31) ------------------------------------------------------
+
+def test_wait_for_all_fails_with_the_first_error_once_every_future_is_done():
+    """``FutureUtils.waitForAll`` keeps the first failure (later ones are suppressed into it) and
+    completes only when the last future is done. Kills impl/coordinator_runtime.py:163
+    (``wait_for_all.one_done``) ``error is not None and state["error"] is None`` -> ``... or ...``
+    (the last error would win)."""
+    from streamproof.impl.coordinator_runtime import CompletableFuture, wait_for_all
+
+    first, second, third = CompletableFuture(), CompletableFuture(), CompletableFuture()
+    seen = []
+    all_done = wait_for_all([first, second, third])
+    all_done.when_complete(lambda value, error: seen.append(error))
+    one, two = RuntimeError("first"), RuntimeError("second")
+    first.complete_exceptionally(one)
+    second.complete_exceptionally(two)
+    assert not all_done.is_done()
+    third.complete("ok")
+    assert all_done.state() == "failed" and seen == [one]
+    assert wait_for_all([CompletableFuture.completed(1), CompletableFuture.completed(2)]).state() == "done"
+
+
+# -- impl/operators.py (issue 31) ----------------------------------------------------------------
+
+def test_the_time_limit_holds_off_the_main_thread_where_no_alarm_can_run():
+    """Outside the main thread no alarm can be armed: the time limit is checked every 256 timers
+    (and outputs) instead. Kills impl/operators.py:582 (``_count_timer``) ``not self._timers & 255``
+    -> ``| 255`` and :588 (``_check_time``) ``self._callback is not None`` -> ``is None`` (no check)."""
+    import threading
+
+    from streamproof.flink import CallbackLimitExceeded
+    from streamproof.flink.datastream import KeyedProcessFunction
+    from tests.test_flink_api import feed, make
+
+    class SlowTimers(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            for t in range(600):
+                sum(range(20_000))  # busy (time.* in this module is the job's clock)
+                ctx.timer_service().register_event_time_timer(t)
+
+    errors = []
+
+    def run():
+        op, _, _ = make(SlowTimers(), max_seconds_per_callback=0.01)
+        try:
+            feed(op, "k", 1, 0)
+        except CallbackLimitExceeded as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(120)
+    assert errors == ["SlowTimers.process_element ran longer than 0.01 s for one element"]
+
+
+def test_a_task_emitting_into_an_operator_names_its_task_and_attempt_by_default():
+    """Without ``task_name``/``attempt_number`` the owner of ``emit`` (a bound method of a task)
+    names them; a plain function leaves ``KeyedProcess(<function class>)`` and attempt 0. Kills
+    impl/operators.py:525 (``KeyedProcessOperator.__init__``) ``getattr(emit, "__self__", None)`` ->
+    ``"XX__self__XX"``."""
+    from streamproof.impl.keygroups import KeyGroupRange
+    from streamproof.impl.operators import KeyedProcessOperator
+    from streamproof.impl.timers import ManualProcessingTimeService
+
+    class Task:
+        name, attempt = "window -> sink[1]", 2
+
+        def emit(self, value, ts):
+            pass
+
+    class Noop:
+        def process_element(self, value, ctx, out):
+            pass
+
+    def make(emit):
+        return KeyedProcessOperator(Noop(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0), emit)
+
+    context = make(Task().emit).runtime_context
+    assert (context.task_name, context.attempt_number) == ("window -> sink[1]", 2)
+    context = make(lambda value, ts: None).runtime_context
+    assert (context.task_name, context.attempt_number) == ("KeyedProcess(Noop)", 0)
+
+
+# -- impl/graph.py (issue 31) --------------------------------------------------------------------
+
+def test_a_graph_written_to_json_and_read_back_keeps_the_flip_331_attributes():
+    """Kills impl/graph.py:347 (``graph_to_json``) ``{"internal_sorter_supported": True}`` -> ``False``
+    (the attribute lost on a round trip: a saved scenario would lose the sorted path)."""
+    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, graph_from_json, graph_to_json
+
+    graph = JobGraph([OperatorNode("src", "source", 1), OperatorNode("w", "keyed_process", 2, "eos_window_sum",
+                                                                     True, True, True, "g"),
+                      OperatorNode("sink", "sink", 2, None, False)],
+                     [Edge("src", "w", "keyed"), Edge("w", "sink", "forward")])
+    document = graph_to_json(graph)
+    back = graph_from_json(document, 1)
+    assert graph_to_json(back) == document
+    w = back.by_name["w"]
+    assert (w.output_only_after_end_of_stream, w.internal_sorter_supported, w.slot_sharing_group) == (True, True, "g")
+    assert back.by_name["sink"].chaining is False
+
+
+# -- impl/chain.py (issue 31) --------------------------------------------------------------------
+
+def test_the_timer_mail_delay_counts_the_mailbox_steps_a_starved_timer_waited():
+    """``job.timer-liveness`` reads how many mailbox steps each processing-time timer's mail waited
+    (``ChainTask.steps``): none in a plain run, about twenty when FLINK-39898's batching starves it
+    until a checkpoint's urgent mail. Kills impl/chain.py:550 (``ChainTask.run_step``)
+    ``self.steps += 1`` -> ``self.steps = 1`` (every delay 0 or 1)."""
+    from streamproof.impl.graph import one_stage_graph
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import simulate_graph
+    from streamproof.impl.task import Watermark
+    from streamproof.properties.bugzoo import get_variant
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+    from streamproof.properties.job.steps import with_declared_attributes
+
+    graph = with_declared_attributes(one_stage_graph("processing_buffer", 1, 1))
+    inputs = [[StreamRecord(k, i, i) for i, k in enumerate("abcabcabcabc")] + [Watermark(20)]]
+    spec = GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}, checkpoint_interval=5)
+    plain = simulate_graph(spec, 0)
+    assert plain.metrics["timer_delays"] and max(plain.metrics["timer_delays"]) <= 1
+    with get_variant("processing-timer-mail-starved-by-urgent-batching").patch():
+        starved = simulate_graph(spec, 0)
+    assert max(starved.metrics["timer_delays"]) >= 10
+    assert len(plain.committed) == len(starved.committed) == 12
+
+
+def test_a_broadcast_side_output_keeps_the_broadcast_records_timestamp():
+    """What a keyed broadcast-state operator emits while processing a broadcast-side record carries
+    that record's timestamp (Flink's TimestampedCollector), keyless. Kills impl/chain.py:350
+    (``KeyedBroadcastOperator._emit_value``) ``timestamp is None`` -> ``is not None`` (Long.MIN_VALUE
+    instead: the no-timestamp marker)."""
+    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, SecondInput
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.sim import simulate_graph
+    from streamproof.impl.task import Watermark
+
+    class Rules(KeyedProcessFunction):
+        def process_element(self, value, ctx, out):
+            out.collect(("rule", value.value) if isinstance(value, SecondInput) else ("event", value))
+
+    graph = JobGraph([OperatorNode("events", "source", 1), OperatorNode("rules", "source", 1),
+                      OperatorNode("b", "keyed_process", 1, "rules"), OperatorNode("sink", "sink", 1)],
+                     [Edge("events", "b", "keyed"), Edge("rules", "b", "broadcast", input=2), Edge("b", "sink")])
+    inputs = [[StreamRecord("a", 1, 5), Watermark(10)], [StreamRecord(None, 9, 7), Watermark(10)]]
+    run = simulate_graph(GraphJobSpec(graph, inputs, {"rules": Rules}), 0)
+    assert sorted(run.committed) == [("event", 1), ("rule", 9)]
+    emitted = sorted(e[1:3] for _, _, name, log, _ in run.metrics["keyed_logs"] if name == "b"
+                     for e in log if e[0] == "record")
+    assert emitted == [(("event", 1), 5), (("rule", 9), 7)]
+
+
+# -- impl/task.py (issue 31) ---------------------------------------------------------------------
+
+def test_split_firing_metrics_count_only_records_between_the_parts_of_a_split_firing():
+    """FLIP-443's coverage metrics (records between two parts of a split firing, of a key with a
+    due timer, that changed timers) stay zero where no record comes between two parts of a firing
+    (none is split here, or nothing arrives in between). Kills
+    impl/task.py:342 (``OperatorTask.__init__``) the three counters starting at 1 and :498
+    (``_process_record``) ``not self.firing_interrupted()`` -> ``self.firing_interrupted()``."""
+    from streamproof.impl.job import JobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import simulate
+    from streamproof.impl.task import TaskConfig, Watermark
+    from streamproof.properties.job.functions import WindowSum
+
+    a = [StreamRecord(k, v, t) for k, v, t in [("a", 1, 1), ("b", 2, 3), ("a", 3, 12), ("c", 1, 15)]]
+    b = [StreamRecord(k, v, t) for k, v, t in [("b", 5, 2), ("c", 1, 9), ("a", 1, 21)]]
+    inputs = [a[:2] + [Watermark(3)] + a[2:] + [Watermark(20)], b[:2] + [Watermark(9)] + b[2:]]
+    for config in (TaskConfig(), TaskConfig(interruptible_timers=True)):
+        for seed in range(3):
+            run = simulate(JobSpec(inputs, lambda: WindowSum(10), parallelism=2, checkpoint_interval=3,
+                                   async_mail_rate=0.7, config=config), seed)
+            assert (run.split_records, run.split_due_key_records, run.split_timer_changes) == (0, 0, 0)
+
+
+
+
+def test_back_pressure_keeps_every_channel_within_its_capacity(monkeypatch):
+    """A task stops writing to a channel holding ``channel_capacity`` records until its reader takes
+    one (the reader's ``queued_records`` count). Kills impl/task.py:442 (``OperatorTask``, taking
+    a record from a channel) ``queued_records[channel] -= 1`` -> ``-= 2`` (the count runs negative:
+    no back-pressure, the channel fills up)."""
+    from streamproof.impl.chain import ChainTask
+    from streamproof.impl.graph import one_stage_graph
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import simulate_graph
+    from streamproof.impl.task import Watermark
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+
+    peak = [0]
+    receive = ChainTask.receive
+
+    def measured(self, channel, element):
+        receive(self, channel, element)
+        peak[0] = max(peak[0], sum(isinstance(e, StreamRecord) for e in self.inputs[channel]))
+
+    monkeypatch.setattr(ChainTask, "receive", measured)
+    inputs = [[StreamRecord("abc"[i % 3], i, i) for i in range(60)] + [Watermark(100)]]
+    for seed in range(2):
+        run = simulate_graph(GraphJobSpec(one_stage_graph("window_sum", 1, 1), inputs,
+                                          {**FUNCTIONS, **STATELESS_FUNCTIONS}, channel_capacity=2), seed)
+        assert len(run.committed) == 18 and peak[0] == 2
+
+
+def test_a_task_that_restored_nothing_has_the_lineage_of_the_records_it_read():
+    """certify's same-output replays each task's record lineage: the input channel of every record
+    it consumed (4 from source 0, 1 from source 1 here). Kills impl/task.py:335 (``OperatorTask``)
+    ``inherited_records = []`` -> ``None`` (no lineage: None is kept for tasks a rescale merged)."""
+    import random
+
+    from streamproof.impl.graph import one_stage_graph
+    from streamproof.impl.graph_job import GraphJob, GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import run_schedule
+    from streamproof.impl.task import Watermark
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+
+    inputs = [[StreamRecord("ab"[i % 2], i, i) for i in range(4)] + [Watermark(100)],
+              [StreamRecord("c", 1, 1), Watermark(100)]]
+    job = GraphJob(GraphJobSpec(one_stage_graph("window_sum", 2, 1), inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}),
+                   None, random.Random(0))
+    run_schedule(job, random.Random(1), (), 100_000)
+    lineage = job.record_lineage()
+    assert lineage is not None and list(lineage) == [("process -> sink", 0)]
+    assert sorted(lineage[("process -> sink", 0)]) == [0, 0, 0, 0, 1]
+
+# -- impl/graph_job.py (issue 31) ----------------------------------------------------------------
+
+def test_a_side_output_edge_gets_its_tags_values_unwrapped_and_the_main_edge_the_rest():
+    """PyFlink's ``get_side_output(tag)``: the edge tagged ``odd`` gets the odd window sums
+    unwrapped, the untagged edge only the main output. Kills impl/graph_job.py:652 (``_routed``)
+    ``value[1] == tag`` -> ``value[1] != tag`` (the tagged edge would get the other tags only)."""
+    from streamproof.impl.graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import simulate_graph
+    from streamproof.impl.task import Watermark
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+
+    ops = [OperatorNode("src", "source", 1),
+           OperatorNode("w", "keyed_process", 1, "side_window_sum", route_side_outputs=True),
+           OperatorNode("main", "sink", 1), OperatorNode("odd", "sink", 1)]
+    graph = JobGraph(ops, [Edge("src", "w", "keyed"), Edge("w", "main"), Edge("w", "odd", tag="odd")])
+    inputs = [[StreamRecord("a", 1, 1), StreamRecord("b", 2, 2), StreamRecord("a", 2, 3), Watermark(30)]]
+    run = simulate_graph(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
+    assert sorted(run.committed) == [("a", 9, 3), ("b", 9, 2)]  # a's odd sum via the tagged edge, unwrapped
+
+
+
+def test_a_rescale_changes_the_parallelism_of_a_chain_joined_by_forward_edges():
+    """A rescale of the keyed operator takes its chain (``process -> sink``, a forward edge inside)
+    to the new parallelism, named or not; only chains a source feeds forward keep theirs. Kills
+    impl/graph_job.py:593 (``GraphJob.failover``) ``kind == "source"`` -> ``kind != "source"`` (the
+    chain would keep its parallelism: no rescale at all)."""
+    from streamproof.impl.graph import one_stage_graph
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.sim import Fault, simulate_graph
+    from streamproof.impl.task import Watermark
+    from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
+
+    inputs = [[StreamRecord("abc"[i % 3], i, i) for i in range(30)] + [Watermark(100)]]
+    spec = GraphJobSpec(one_stage_graph("window_sum", 1, 1), inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS},
+                        checkpoint_interval=3)
+    for operator in ("process", None):
+        run = simulate_graph(spec, 0, (Fault("rescale", at=20, parallelism=3, operator=operator),))
+        assert len(run.faults_applied) == 1 and len(run.committed) == 9
+        assert run.metrics["layouts"][-1] == {"source": 1, "process -> sink": 3}
