@@ -737,3 +737,44 @@ def test_a_rescale_changes_the_parallelism_of_a_chain_joined_by_forward_edges():
         run = simulate_graph(spec, 0, (Fault("rescale", at=20, parallelism=3, operator=operator),))
         assert len(run.faults_applied) == 1 and len(run.committed) == 9
         assert run.metrics["layouts"][-1] == {"source": 1, "process -> sink": 3}
+
+
+def test_a_rescale_restores_every_in_flight_broadcast_record_of_an_unaligned_checkpoint():
+    """An unaligned checkpoint taken with two broadcast records still queued at the broadcast-state
+    operator keeps both as channel state (the rules source's offset is past them); a rescale of the
+    operator delivers both to the subtask that had them, none to the new one. Kills
+    impl/graph_job.py:556 (``GraphJob._replay_channel_state``) the broadcast branch's ``continue`` ->
+    ``break`` (everything after the first broadcast record of a snapshot dropped)."""
+    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, SecondInput
+    from streamproof.impl.graph_job import GraphJob, GraphJobSpec
+    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.task import TaskConfig, Watermark
+
+    class Rules(KeyedProcessFunction):
+        def process_element(self, value, ctx, out):
+            out.collect(("rule", value.value) if isinstance(value, SecondInput) else ("event", value))
+
+    graph = JobGraph([OperatorNode("events", "source", 1), OperatorNode("rules", "source", 1),
+                      OperatorNode("b", "keyed_process", 1, "rules"), OperatorNode("sink", "sink", 1)],
+                     [Edge("events", "b", "keyed"), Edge("rules", "b", "broadcast", input=2), Edge("b", "sink")])
+    rules = [StreamRecord(None, SecondInput(8), 6), StreamRecord(None, SecondInput(9), 7)]
+    inputs = [[StreamRecord("a", 1, 5), Watermark(10)], [StreamRecord(None, 8, 6), StreamRecord(None, 9, 7),
+                                                          Watermark(10)]]
+    job = GraphJob(GraphJobSpec(graph, inputs, {"rules": Rules}, checkpoint_interval=10**9,
+                                config=TaskConfig(unaligned_checkpoints=True)))
+    job.sources[1].emit_next()
+    job.sources[1].emit_next()              # both rules queued at b
+    job.coordinator.trigger(1)              # the barriers overtake them: in-flight data
+    (task,) = job.tasks
+    while task.is_runnable() and job.coordinator.completed_count == 0:
+        task.run_step()
+    (snapshot,) = job.coordinator.latest().task_snapshots
+    assert [e for _, e in snapshot.channel_state] == rules
+
+    job.failover(0, "rescale", 2, operator="b")
+    assert job.sources[1].offset == 2        # the rules source does not send them again
+    restored = {t.vertex_subtask: t for t in job.tasks}
+    assert sorted(restored) == [0, 1]
+    channel = restored[0].channel_index[("rules", 0)]
+    assert list(restored[0].inputs[channel]) == rules
+    assert all(not q for q in restored[1].inputs)
