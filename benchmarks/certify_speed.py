@@ -40,7 +40,7 @@ for prop in cert.properties_for(subject):
     rows.append({"property": prop.name, "held": e.holds, "examples": e.examples,
                  "seconds": time.perf_counter() - started})
 try:  # the per-callback watchdog's SIGALRM must not outlive the run (it would end the process)
-    from streamproof.impl.operators import release_callback_watchdog
+    from streamproof.impl.operators.keyed_process_operator import release_callback_watchdog
     release_callback_watchdog()
 except ImportError:
     pass

@@ -33,10 +33,11 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import format_table  # noqa: E402
-from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord  # noqa: E402
-from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService  # noqa: E402
-from streamproof.impl.windows import (  # noqa: E402
+from streamproof.impl.state.key_groups import KeyGroupRange  # noqa: E402
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord  # noqa: E402
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
+from streamproof.impl.operators.windows import (  # noqa: E402
     CoGroupWindowFunction, GlobalWindows, SumAggregate, WindowOperator, sorted_co_group, sorted_window_aggregate,
     tag_left, tag_right,
 )

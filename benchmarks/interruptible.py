@@ -20,14 +20,14 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamproof.impl import operators as operators_module
-from streamproof.impl.job import JobSpec
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-from streamproof.impl.sim import simulate
-from streamproof.impl.sink import ExternalSystem
-from streamproof.impl.task import CheckpointBarrier, OperatorTask, TaskConfig, Watermark
-from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.impl.operators import keyed_process_operator as operators_module
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+from streamproof.impl.graph.sim import simulate
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
+from streamproof.impl.tasks.stream_task import CheckpointBarrier, OperatorTask, TaskConfig, Watermark
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 
 class CountFirings(KeyedProcessFunction):
@@ -50,14 +50,14 @@ def barrier_wait(timers: int, interruptible: bool) -> dict:
     part, serializing the copy-on-write timer snapshot, does not hold the task in Flink)."""
     acked = {}
     synced = {}
-    start_snapshot = operators_module.start_snapshot
+    snapshot_at_once = operators_module.snapshot_at_once
 
-    def timed_start_snapshot(manager, *args, **kwargs):
-        snapshot = start_snapshot(manager, *args, **kwargs)
+    def timed_snapshot_at_once(manager, *args, **kwargs):
+        snapshot = snapshot_at_once(manager, *args, **kwargs)
         synced.setdefault("at", time.perf_counter())
         return snapshot
 
-    operators_module.start_snapshot = timed_start_snapshot
+    operators_module.snapshot_at_once = timed_snapshot_at_once
     function = CountFirings()
     task = OperatorTask("bench", 0, 1, 0, 128, KeyGroupRange(0, 127), function, 1,
                         ManualProcessingTimeService(), ExternalSystem(),
@@ -78,7 +78,7 @@ def barrier_wait(timers: int, interruptible: bool) -> dict:
         task.run_step()
     acked_at, fired, steps_at = acked["at"]
     acked_at = synced["at"]
-    operators_module.start_snapshot = start_snapshot
+    operators_module.snapshot_at_once = snapshot_at_once
     while task.is_runnable():
         task.run_step()
     return {"mode": "interruptible" if interruptible else "not interruptible", "timers": timers,

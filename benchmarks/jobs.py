@@ -24,12 +24,12 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import format_table  # noqa: E402
-from streamproof.impl.graph import Edge, JobGraph, OperatorNode, one_stage_graph  # noqa: E402
-from streamproof.impl.graph_job import GraphJobSpec  # noqa: E402
-from streamproof.impl.job import JobSpec  # noqa: E402
-from streamproof.impl.operators import StreamRecord  # noqa: E402
-from streamproof.impl.sim import simulate, simulate_graph  # noqa: E402
-from streamproof.impl.task import TaskConfig, Watermark  # noqa: E402
+from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode, one_stage_graph  # noqa: E402
+from streamproof.impl.graph.job_runtime import GraphJobSpec  # noqa: E402
+from streamproof.impl.graph.job import JobSpec  # noqa: E402
+from streamproof.impl.operators.keyed_process_operator import StreamRecord  # noqa: E402
+from streamproof.impl.graph.sim import simulate, simulate_graph  # noqa: E402
+from streamproof.impl.tasks.stream_task import TaskConfig, Watermark  # noqa: E402
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS  # noqa: E402
 
 SOURCES = 2

@@ -36,9 +36,11 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import sizes_parser  # noqa: E402
-from streamproof.impl.keygroups import KeyGroupRange  # noqa: E402
-from streamproof.impl.snapshot_format import decode_snapshot  # noqa: E402
-from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
+from streamproof.impl.state.key_groups import KeyGroupRange  # noqa: E402
+from streamproof.impl.timers.snapshot_format import decode_snapshot  # noqa: E402
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 MAX_PARALLELISM = 128
 TARGET_RATIO_AT_1M = 1000

@@ -1,4 +1,4 @@
-"""Timer queues: ``streamproof.impl.queues`` (a heap with lazy deletion) against a ``SortedList`` queue.
+"""Timer queues: ``streamproof.impl.timers.heap_priority_queue_set`` (a heap with lazy deletion) against a ``SortedList`` queue.
 
 Should streamproof use ``sortedcontainers`` for its timer queues? For each N, the same seeded
 timers (K keys, 128 key groups, timestamps in [0, N)) go through both queue sets, and every
@@ -48,10 +48,12 @@ except ImportError:  # not a dependency of the project any more: needed for this
     SortedList = None
 
 from benchmarks.common import format_table as common_format_table, sizes_parser  # noqa: E402
-from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group  # noqa: E402
-from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError  # noqa: E402
-from streamproof.impl.termination import TimerTerminationAction  # noqa: E402
-from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
+from streamproof.impl.state.key_groups import KeyGroupRange, assign_to_key_group  # noqa: E402
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError  # noqa: E402
+from streamproof.impl.timers.termination import TimerTerminationAction  # noqa: E402
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 MAX_PARALLELISM = 128
 NAMESPACE = "w"

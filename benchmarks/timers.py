@@ -1,4 +1,4 @@
-"""Timer-service throughput: ``streamproof.impl.timers`` against a bare ``heapq`` + ``dict`` baseline.
+"""Timer-service throughput: ``streamproof.impl.timers.internal_timer_service`` against a bare ``heapq`` + ``dict`` baseline.
 
 Registers N timers over K keys, then fires them all with one advance, on both sides in the same
 run, and prints a table of wall-clock (or CPU) times and ratios (impl / baseline), one row per
@@ -28,8 +28,10 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import format_table as common_format_table, sizes_parser  # noqa: E402
-from streamproof.impl.keygroups import KeyGroupRange, forget_key_groups  # noqa: E402
-from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService  # noqa: E402
+from streamproof.impl.state.key_groups import KeyGroupRange, forget_key_groups  # noqa: E402
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 TARGET_RATIO = 1.5
 NAMESPACE = "w"

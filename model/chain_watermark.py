@@ -19,7 +19,7 @@ What is modelled
     ``max_input``.
   * The mailbox is one FIFO queue; running mail takes its head (the task's mailbox loop takes
     at any priority, deferrable mail too).
-  * ``corrected`` mode (the project's corrections, impl/task.py ``intermediate`` and
+  * ``corrected`` mode (the project's corrections, impl/tasks/stream_task.py ``intermediate`` and
     ``only_increasing``): a watermark at or below the last one the processor emitted is not
     emitted; the continuation first emits the watermark its timers reached (``min(max_input,
     reached)``, where ``reached`` is the advance target if no timer at or below it is left, else

@@ -4,7 +4,7 @@
     operator_range(i) = [ceil(i * M / P), floor(((i + 1) * M - 1) / P)]
     operator_of(kg)   = floor(kg * P / M)
 
-Written independently of ``impl/keygroups.py`` (the model may not import the implementation).
+Written independently of ``impl/state/key_groups.py`` (the model may not import the implementation).
 A key is a ``str`` (java.lang.String), an ``int`` (java.lang.Long) or ``("int32", n)``
 (java.lang.Integer).
 """

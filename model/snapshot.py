@@ -18,7 +18,7 @@ What is modelled
 
 What is left out
   * Versions, tombstones, locks, threads, bytes and key groups: how a snapshot is taken and where
-    a timer lives are the implementation's business (``impl/snapshots.py``); the model states only
+    a timer lives are the implementation's business (``impl/timers/snapshots.py``); the model states only
     what every snapshot must contain.
   * Which timer fires first among those due, watermarks, physical timers and callbacks: the
     ``timers`` family (``model/timers.py``) specifies those. Here an advance is a set operation.

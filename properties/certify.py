@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from streamproof.impl.operators import KeyedProcessFunction
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 from streamproof.properties import certify_checks as checks
 from streamproof.properties import certify_input as inputs
 from streamproof.properties import html_pages
@@ -487,7 +487,7 @@ def certify(spec: str | Subject, examples: int, seed: int = 0, out: str | Path |
     certificate, counterexample written); ``progress(property, examples_done, shrinking)`` as its
     exploration goes. ``database``: a Hypothesis example database whose failures of this operator
     are replayed first (:func:`explore`; the pytest fixture passes the active settings' one)."""
-    from streamproof.impl.operators import release_callback_watchdog
+    from streamproof.impl.operators.user_code import release_callback_watchdog
 
     if out is not None:
         check_out(out)

@@ -127,8 +127,7 @@ def _histories_unchecked():
 
 @_variant("watermarks-not-regenerated")
 def _watermarks_not_regenerated():
-    from streamproof.impl import job
-
+    from streamproof.impl.graph import job
     original_tick, original_restart = job.SourceTask.emit_next, job.SourceTask._restart_tick
 
     def emit_next(self):  # an emission point emits its failure-free value, never a regenerated one
@@ -151,7 +150,7 @@ def _watermarks_not_regenerated():
 
 @_variant("restored-clock-starts-at-zero")
 def _restored_clock_starts_at_zero():
-    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.graph.job_runtime import GraphJob
 
     original = GraphJob._create_task
 
@@ -170,7 +169,7 @@ def _restored_clock_starts_at_zero():
 
 @_variant("restored-clock-ignores-restart-gap")
 def _restored_clock_ignores_restart_gap():
-    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.graph.job_runtime import GraphJob
 
     original = GraphJob._create_task
 
@@ -189,7 +188,7 @@ def _restored_clock_ignores_restart_gap():
 
 @_variant("restored-lineage-forgets-inherited-input")
 def _restored_lineage_forgets_inherited_input():
-    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.graph.job_runtime import GraphJob
 
     original = GraphJob._restore
 

@@ -23,11 +23,11 @@ from functools import lru_cache
 from typing import Any
 
 from streamproof.flink.common.typeinfo import float_writes, floats_rounded, floats_rounded_on_write
-from streamproof.impl.job import JobSpec
-from streamproof.impl.keygroups import assign_to_key_group, compute_operator_index_for_key_group
-from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-from streamproof.impl.one_operator_job import simulate_one_operator
-from streamproof.impl.sim import Fault, SimulationResult
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.state.key_groups import assign_to_key_group, compute_operator_index_for_key_group
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+from streamproof.impl.graph.one_operator_job import simulate_one_operator
+from streamproof.impl.graph.sim import Fault, SimulationResult
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.job import check as job_check
 from streamproof.properties.job.functions import FUNCTIONS
@@ -641,9 +641,10 @@ def history_reference(scenario: Scenario, run: SimulationResult) -> Counter | st
     state and timers are per key group. Watermarks are applied as they only rise in a failure-free
     run; timers are never split (splits are certify.interruptible-timers'). None when the run has
     no histories (input-driven processing time only); an error text when the operator fails."""
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-    from streamproof.impl.timers import ManualProcessingTimeService, MIN_WATERMARK
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
+    from streamproof.impl.timers.internal_timer_service import MIN_WATERMARK
 
     params = job_params(scenario)
     if not run.histories or params["processing_time"] != "input":
@@ -690,7 +691,7 @@ def _matches_history(scenario: Scenario, run: SimulationResult, got: Counter) ->
 
 
 def _histories_hold_the_input(scenario: Scenario, run: SimulationResult) -> bool:
-    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
 
     def record(key, value, ts) -> tuple:
         return canonical(key), canonical(value), ts

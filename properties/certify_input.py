@@ -786,7 +786,7 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
     from collections import Counter
 
     from streamproof.properties.job.values import canonical
-    from streamproof.impl.timers import MAX_WATERMARK
+    from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 
     outputs: list = []
     try:
@@ -818,7 +818,7 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
 
 
 def _remember_slow(operator: str, error: Exception) -> None:
-    from streamproof.impl.operators import CallbackLimitExceeded
+    from streamproof.impl.operators.keyed_process_operator import CallbackLimitExceeded
 
     if isinstance(error, CallbackLimitExceeded):  # a looping callback: the runs say so, once
         _SLOW_PROBES.add(operator)
@@ -828,9 +828,9 @@ _SLOW_PROBES: set = set()  # operators whose callback ran past the probe's time 
 
 
 def _probe_operator(operator: str, emit, emit_side):
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.operators import KeyedProcessOperator
-    from streamproof.impl.timers import ManualProcessingTimeService
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
     from streamproof.properties.job.functions import FUNCTIONS
 
     factory = FUNCTIONS.get(operator)
@@ -843,7 +843,7 @@ def _probe_operator(operator: str, emit, emit_side):
 
 
 def _probe_record(record: Any, key: Any, ts: int):
-    from streamproof.impl.operators import StreamRecord
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
     from streamproof.properties.job.steps import CompositeKey
     from streamproof.properties.job.values import decode
 

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from streamproof.impl.sim import Fault
+from streamproof.impl.graph.sim import Fault
 from streamproof.properties.job.steps import RESTART_GAP  # noqa: F401 - plan() reads it here (tests patch it)
 from streamproof.properties.certify_job_checks import (  # noqa: F401 - replay_job for the CLI
     EVERY_CHANCE, Outcome, end_of_input, interruptible_timers, replay_job, same_output, watermarks,
@@ -78,7 +78,7 @@ TIMERS_USED = "event-time timer fired"
 
 
 def _holds_state(snapshot: Any) -> bool:
-    from streamproof.impl.snapshot_format import decode_snapshot
+    from streamproof.impl.timers.snapshot_format import decode_snapshot
 
     if any(getattr(snapshot, "keyed_state", None) or {}):
         return True
@@ -254,7 +254,7 @@ def certify_job(subject: JobSubject, examples: int = 100, seed: int = 0,
                 progress: Callable[[str, int], None] | None = None, until_failed: str | None = None) -> JobCertificate:
     """The job's certificate: the plan, then ``examples`` random scenarios (see :func:`plan`);
     ``until_failed``: stop as soon as that property has a counterexample."""
-    from streamproof.impl.operators import release_callback_watchdog
+    from streamproof.impl.operators.user_code import release_callback_watchdog
 
     try:
         return _certify_job(subject, examples, seed, progress, until_failed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
-from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, MIN_WATERMARK
 from streamproof.properties.certify_job_runs import (
     JobRun, JobScenario, JobSubject, fault_text, load_scenario, simulate,
 )

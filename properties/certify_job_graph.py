@@ -1,5 +1,5 @@
 """A captured PyFlink job (:class:`streamproof.flink.pipeline.Pipeline`) as a job graph the graph
-runtime runs (:mod:`streamproof.impl.graph_job`).
+runtime runs (:mod:`streamproof.impl.graph.job_runtime`).
 
 - A source and the operators up to its ``assign_timestamps_and_watermarks`` (map/filter/flat_map
   in between) run in the source's task: Flink chains them, and the timestamp assigner and the
@@ -22,8 +22,8 @@ from typing import Any
 from streamproof.flink import job_functions as jf
 from streamproof.flink import pipeline as pl
 from streamproof.flink.errors import UnsupportedFeature
-from streamproof.impl.graph import Edge, GraphError, JobGraph, OperatorNode
-from streamproof.impl.graph_job import SourceProgram
+from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode
+from streamproof.impl.graph.job_runtime import SourceProgram
 
 DEFAULT_MAX_PARALLELISM = 128  # Flink's lower bound for a computed max parallelism
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from streamproof.flink import pipeline as pl
 from streamproof.flink.common.typeinfo import float_writes
-from streamproof.impl.graph_job import GraphJobSpec
-from streamproof.impl.job import PeriodicWatermark
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import Fault, SimulationError, run_schedule
-from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig
-from streamproof.impl.timers import MIN_WATERMARK
+from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.graph.job import PeriodicWatermark
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import Fault, SimulationError, run_schedule
+from streamproof.impl.tasks.stream_task import ProcessingTimeAdvance, TaskConfig
+from streamproof.impl.timers.internal_timer_service import MIN_WATERMARK
 from streamproof.properties.certify_job_graph import BuiltJob, JobGraphError, build
 from streamproof.properties.job.values import canonical
 
@@ -306,7 +306,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     """One run; a string says why it did not finish (the user's error, a deadlock). ``lineage``:
     a failure-free replay of that run's record lineage, on its final graph (after rescales);
     ``final``: on that run's final graph."""
-    from streamproof.impl.sim import _observed_graph_job
+    from streamproof.impl.graph.sim import _observed_graph_job
 
     built = subject.built(scenario.parallelism, scenario.uniform)
     if lineage is not None or final is not None:

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable
 
-from streamproof.impl.keygroups import (
+from streamproof.impl.state.key_groups import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,

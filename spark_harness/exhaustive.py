@@ -229,7 +229,7 @@ def _is_key(v: Any) -> bool:
 
 
 def _valve_protocols() -> tuple:
-    from streamproof.impl.coordinator import PROTOCOLS
+    from streamproof.impl.coordination import PROTOCOLS
     return tuple(PROTOCOLS)
 
 

@@ -9,7 +9,7 @@ checker compares with) is printed after the timeline.
 What a family records decides what a timeline can show:
 
 * ``job`` (one-stage jobs and job graphs) and ``termination`` run the job simulator
-  (:class:`~streamproof.impl.sim.SimulationResult`). Its per-task output logs are not stamped
+  (:class:`~streamproof.impl.graph.sim.SimulationResult`). Its per-task output logs are not stamped
   with a global order, so :func:`explain` runs the scenario once more, exactly as the family's
   checker does, with a *passive* recorder: every output-log / event / bookkeeping entry is
   numbered as it is appended, and records in, watermarks in, end of input and sink commits are
@@ -147,7 +147,11 @@ class Recorder:
 
     @contextmanager
     def active(self) -> Iterator["Recorder"]:
-        from streamproof.impl import chain, graph_job, job, sink, task
+        from streamproof.impl.tasks import operator_chain as chain
+        from streamproof.impl.graph import job_runtime as graph_job
+        from streamproof.impl.graph import job
+        from streamproof.impl.operators import two_phase_commit_sink as sink
+        from streamproof.impl.tasks import stream_task as task
         rec = self
 
         def wrap(stack: ExitStack, cls: type, name: str, make) -> None:

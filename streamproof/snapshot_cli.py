@@ -1,5 +1,5 @@
 """``streamproof snapshot inspect FILE``: read a timer snapshot file (the binary format of
-``impl/snapshot_format.py``, byte by byte in docs/snapshots.md) and say what it holds and whether
+``impl/timers/snapshot_format.py``, byte by byte in docs/snapshots.md) and say what it holds and whether
 it is valid: the header (format, max parallelism, key-group range, snapshot version, services),
 one row per section (key group, bytes, CRC, timers per service and domain), the totals and the
 verdict. Nothing is trusted: an invalid file is reported with the reader's offset and problem
@@ -35,7 +35,7 @@ def inspect(file: Path, show_timers: bool, as_json: bool) -> None:
 
     Exit 0: valid; 1: not a valid snapshot (the offset and the problem are printed); 2: the file
     cannot be read."""
-    from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot
+    from streamproof.impl.timers.snapshot_format import SnapshotFormatError, decode_snapshot
 
     data = _read(file)
     sections = _sections(data)
@@ -67,7 +67,7 @@ def _read(file: Path) -> bytes:
 def _sections(data: bytes) -> list[dict]:
     """The section headers found by walking the file (independently of the reader, so a damaged
     file still shows where its sections are): key group, offset, length, CRC verdict."""
-    from streamproof.impl.snapshot_format import SnapshotFormatError, _read_header, _Reader
+    from streamproof.impl.timers.snapshot_format import SnapshotFormatError, _read_header, _Reader
 
     try:
         r = _Reader(data)
@@ -94,7 +94,7 @@ def _report(file: Path, data: bytes, sections: list[dict], contents, error, show
     header = contents and (contents.format_version, contents.max_parallelism, contents.key_group_range,
                            contents.snapshot_version, contents.service_names)
     if header is None:
-        from streamproof.impl.snapshot_format import SnapshotFormatError, _read_header, _Reader
+        from streamproof.impl.timers.snapshot_format import SnapshotFormatError, _read_header, _Reader
         try:
             header = _read_header(_Reader(data))
         except SnapshotFormatError:

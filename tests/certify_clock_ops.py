@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 from streamproof.flink.common import Row, Types
 from streamproof.flink.datastream import KeyedProcessFunction, TimeDomain
 from streamproof.flink.datastream.state import MapStateDescriptor
-from streamproof.impl import operators as impl
-
-
+from streamproof.impl.operators import keyed_process_operator as impl
 def _check_clock(ctx, where):
     """The wall-clock calls read the operator's processing time (else the operator fails)."""
     pt = ctx.timer_service().current_processing_time()
@@ -49,7 +47,7 @@ class ThrottledCounter(KeyedProcessFunction):
 
 
 class SleepyImpl(impl.KeyedProcessFunction):
-    """The same in the streamproof.impl.operators style."""
+    """The same in the streamproof.impl.operators.keyed_process_operator style."""
 
     def open(self, ctx):
         self.pending = ctx.get_map_state(impl.MapStateDescriptor("pending"))

@@ -1,6 +1,6 @@
 """Operators for tests/test_certify.py: a correct one and classic mistakes."""
 
-from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor, ValueStateDescriptor
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor, ValueStateDescriptor
 
 
 class GoodSum(KeyedProcessFunction):

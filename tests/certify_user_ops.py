@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from streamproof.impl.operators import KeyedProcessFunction, ValueStateDescriptor
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, ValueStateDescriptor
 
 HOUR = 3_600_000
 
@@ -11,7 +11,7 @@ class AmountPerWindow(KeyedProcessFunction):
     """Sums the float amounts of ``(user, amount, ts)`` records per 1-second window of event time."""
 
     def open(self, ctx):
-        self.totals = ctx.get_map_state(__import__("streamproof.impl.operators", fromlist=["x"]).MapStateDescriptor("t"))
+        self.totals = ctx.get_map_state(__import__("streamproof.impl.operators.keyed_process_operator", fromlist=["x"]).MapStateDescriptor("t"))
 
     def process_element(self, value, ctx, out):
         end = ctx.timestamp() // 1000 * 1000 + 999

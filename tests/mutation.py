@@ -2,10 +2,10 @@
 cover it, so that a run fits a 2-core machine. Not a test module (no ``test_`` prefix): a developer
 command.
 
-    python -m tests.mutation impl/mailbox.py            # one module
+    python -m tests.mutation impl/tasks/mailbox.py            # one module
     python -m tests.mutation --all                      # every mapped module (hours)
-    python -m tests.mutation impl/timers.py --max-mutants 120 --json /tmp/timers.json
-    python -m tests.mutation impl/mailbox.py --workdir /tmp/sp-mutation/repo
+    python -m tests.mutation impl/timers/internal_timer_service.py --max-mutants 120 --json /tmp/timers.json
+    python -m tests.mutation impl/tasks/mailbox.py --workdir /tmp/sp-mutation/repo
 
 mutmut (2.5) mutates files in place, so the run happens in a clone of HEAD with its own virtual
 environment (``--workdir``, default ``/tmp/streamproof-mutation/repo``); the working tree is never
@@ -43,48 +43,48 @@ REPO = Path(__file__).resolve().parents[1]
 
 # module -> the tests that cover it (what a mutant must fail)
 MAP = {
-    "impl/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_conformance_mailbox.py",
+    "impl/tasks/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_conformance_mailbox.py",
                         "tests/test_mutation_gaps.py"],
     "model/mailbox.py": ["tests/test_mailbox.py", "tests/test_mailbox_vectors.py", "tests/test_mutation_gaps.py"],
-    "impl/timers.py": ["tests/test_timers_impl.py", "tests/test_timer_vectors.py", "tests/test_timers_machine.py",
+    "impl/timers/internal_timer_service.py": ["tests/test_timers_impl.py", "tests/test_timer_vectors.py", "tests/test_timers_machine.py",
                        "tests/test_termination.py", "tests/test_snapshots.py", "tests/test_mutation_gaps.py"],
     "model/timers.py": ["tests/test_timer_vectors.py", "tests/test_conformance_timers.py", "tests/test_timers_machine.py",
                         "tests/test_mutation_gaps.py"],
-    "impl/keygroups.py": ["tests/test_keygroups.py",
+    "impl/state/key_groups.py": ["tests/test_keygroups.py",
                           "tests/test_certify_input.py::test_composite_key_groups_follow_java_hash_codes",
                           "tests/test_mutation_gaps.py"],
     "model/keygroups.py": ["tests/test_keygroups.py", "tests/test_mutation_gaps.py"],
-    "impl/queues.py": ["tests/test_timers_impl.py", "tests/test_snapshots.py", "tests/test_mutation_gaps.py"],
-    "impl/snapshot_format.py": ["tests/test_snapshot_format.py", "tests/test_mutation_gaps.py"],
-    "impl/snapshots.py": ["tests/test_snapshots.py", "tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
+    "impl/timers/heap_priority_queue_set.py": ["tests/test_timers_impl.py", "tests/test_snapshots.py", "tests/test_mutation_gaps.py"],
+    "impl/timers/snapshot_format.py": ["tests/test_snapshot_format.py", "tests/test_mutation_gaps.py"],
+    "impl/timers/snapshots.py": ["tests/test_snapshots.py", "tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
     "model/snapshot.py": ["tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
-    "impl/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
+    "impl/timers/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
     "model/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
-    "impl/coordinator_flink.py": ["tests/test_valve.py", "tests/test_valve_vectors.py"],
+    "impl/coordination/flink_protocol.py": ["tests/test_valve.py", "tests/test_valve_vectors.py"],
     "model/valve.py": ["tests/test_valve_machine.py", "tests/test_valve_vectors.py"],
     # issue 31: the modules not measured before; each list is fast tests first (-x stops at the first failure)
     "model/eos.py": ["tests/test_eos.py", "tests/test_job.py", "tests/test_mutation_gaps.py"],
     "model/chain_watermark.py": ["tests/test_chain_watermark.py", "tests/test_mutation_gaps.py"],
     "model/job.py": ["tests/test_edges_and_limits.py", "tests/test_job.py", "tests/test_graph.py",
                      "tests/test_mutation_gaps.py"],
-    "impl/windows.py": ["tests/test_windows.py", "tests/test_graph_ported.py", "tests/test_mutation_gaps.py"],
-    "impl/graph.py": ["tests/test_graph_ported.py", "tests/test_two_inputs.py", "tests/test_one_operator_job.py",
+    "impl/operators/windows.py": ["tests/test_windows.py", "tests/test_graph_ported.py", "tests/test_mutation_gaps.py"],
+    "impl/graph/job_graph.py": ["tests/test_graph_ported.py", "tests/test_two_inputs.py", "tests/test_one_operator_job.py",
                       "tests/test_eos.py", "tests/test_broadcast.py", "tests/test_graph.py",
                       "tests/test_mutation_gaps.py"],
-    "impl/graph_job.py": ["tests/test_graph_ported.py", "tests/test_two_inputs.py", "tests/test_one_operator_job.py",
+    "impl/graph/job_runtime.py": ["tests/test_graph_ported.py", "tests/test_two_inputs.py", "tests/test_one_operator_job.py",
                           "tests/test_eos.py", "tests/test_broadcast.py", "tests/test_graph.py",
                           "tests/test_mutation_gaps.py"],
-    "impl/chain.py": ["tests/test_graph_ported.py", "tests/test_conformance_broadcast.py", "tests/test_broadcast.py",
+    "impl/tasks/operator_chain.py": ["tests/test_graph_ported.py", "tests/test_conformance_broadcast.py", "tests/test_broadcast.py",
                       "tests/test_graph.py", "tests/test_mutation_gaps.py"],
-    "impl/operators.py": ["tests/test_task.py", "tests/test_windows.py", "tests/test_graph_ported.py",
+    "impl/operators/keyed_process_operator.py": ["tests/test_task.py", "tests/test_windows.py", "tests/test_graph_ported.py",
                           "tests/test_tie_order.py", "tests/test_restore_watermarks.py", "tests/test_two_inputs.py",
                           "tests/test_one_operator_job.py", "tests/test_termination.py", "tests/test_user_clock.py",
                           "tests/test_flink_api.py", "tests/test_mutation_gaps.py"],
-    "impl/task.py": ["tests/test_task.py", "tests/test_tie_order.py", "tests/test_restore_watermarks.py",
+    "impl/tasks/stream_task.py": ["tests/test_task.py", "tests/test_tie_order.py", "tests/test_restore_watermarks.py",
                      "tests/test_graph_ported.py", "tests/test_conformance_two_input.py",
                      "tests/test_chain_watermark.py", "tests/test_one_operator_job.py", "tests/test_termination.py",
                      "tests/test_mutation_gaps.py"],
-    "impl/coordinator_runtime.py": ["tests/test_valve_vectors.py", "tests/test_valve.py",
+    "impl/coordination/runtime.py": ["tests/test_valve_vectors.py", "tests/test_valve.py",
                                     "tests/test_mutation_gaps.py"],
 }
 

@@ -12,7 +12,7 @@ import pytest
 
 from streamproof.flink import adapter
 from streamproof.flink.capture import CaptureError, capture
-from streamproof.impl.chain import broadcast_copy_for
+from streamproof.impl.tasks.operator_chain import broadcast_copy_for
 from streamproof.properties import certify_job as cj
 from streamproof.properties import registry
 from streamproof.properties.bugzoo import get_variant

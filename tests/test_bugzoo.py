@@ -39,7 +39,7 @@ def test_variant_is_caught_and_replays(bug):
 
 
 def test_patches_are_undone():
-    from streamproof.impl.timers import InternalTimerService
+    from streamproof.impl.timers.internal_timer_service import InternalTimerService
     before = dict(vars(InternalTimerService))
     for bug in VARIANTS:
         with bug.patch():

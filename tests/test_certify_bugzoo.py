@@ -13,7 +13,7 @@ import pytest
 from streamproof.properties import certify as cert
 from streamproof.properties import certify_bugzoo as zoo
 from streamproof.properties import certify_checks as checks
-from streamproof.impl.operators import KeyedProcessFunction
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 from streamproof.properties.job.steps import Fail, ProcessingTime, Record, Rescale, SourceWatermark
 from streamproof.properties.reach import counting
 from streamproof.properties.scenario import Scenario
@@ -84,7 +84,7 @@ def restored_timers_fire_at_the_regenerated_watermark() -> bool:
 def a_record_replayed_twice_after_a_rescale() -> Iterator[None]:
     """A runtime bug (the test's, not certify's): a rescaled restore rewinds each source's offset
     by one, so the record before the checkpoint's offset is consumed twice."""
-    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.graph.job_runtime import GraphJob
 
     original = GraphJob._deploy
 

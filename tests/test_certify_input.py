@@ -114,7 +114,7 @@ def test_composite_keys_as_pyflink_key_by_gives_them(tmp_path):
 
 
 def test_composite_key_groups_follow_java_hash_codes():
-    from streamproof.impl.keygroups import CompositeKey, java_hash_code
+    from streamproof.impl.state.key_groups import CompositeKey, java_hash_code
 
     assert java_hash_code(CompositeKey.of(("a", 1))) == 31 * 97 + 1   # Tuple2.of("a", 1L).hashCode()
     assert java_hash_code(CompositeKey.of(1.5)) == 1073217536          # Double.hashCode(1.5)

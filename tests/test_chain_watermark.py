@@ -1,6 +1,6 @@
 """The ``chain_watermark`` family: MailboxWatermarkProcessor in a chain A -> B (docs/chain-watermark.md).
 
-The implementation (impl/task.py) agrees with the model step by step in both modes, Flink 2.3's
+The implementation (impl/tasks/stream_task.py) agrees with the model step by step in both modes, Flink 2.3's
 duplicate watermark is reproduced (and gone in corrected mode); Flink 2.3's own classes agree with
 the implementation and the model on 300 generated scenarios in tests/test_conformance_cli.py."""
 

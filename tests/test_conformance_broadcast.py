@@ -34,11 +34,13 @@ from collections import Counter
 
 import pytest
 
-from streamproof.impl import chain
-from streamproof.impl.chain import BroadcastProcessOperator, ChainTask, broadcast_copy_for
-from streamproof.impl.graph_job import compute_key_group_range_for_operator_index
-from streamproof.impl.task import TaskConfig
-from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.impl.tasks import operator_chain as chain
+from streamproof.impl.tasks.operator_chain import ChainTask
+from streamproof.impl.tasks.chained_operators import BroadcastProcessOperator
+from streamproof.impl.tasks.operator_chain import broadcast_copy_for
+from streamproof.impl.graph.job_runtime import compute_key_group_range_for_operator_index
+from streamproof.impl.tasks.stream_task import TaskConfig
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.properties.bugzoo import get_variant
 
 HAVE_JDK = shutil.which("java") is not None and shutil.which("javac") is not None

@@ -26,7 +26,7 @@ Equal-timestamp timers of different keys are compared as a multiset (``_tie``): 
 scenarios Flink fires such a tie in another order than streamproof. Flink's heap timer queue
 (``KeyGroupPartitionedPriorityQueue``: a heap per key group under a heap of their heads, compared
 by timestamp alone) gives an order that depends on the keys' key groups and the heap's history;
-streamproof's gives insertion order (``impl/queues.py``: "one of the orders Flink allows (it
+streamproof's gives insertion order (``impl/timers/heap_priority_queue_set.py``: "one of the orders Flink allows (it
 promises none)"). Smallest case, delay 6: input 1 gets ``b:1`` at -4, ``a:3`` at -3, ``b:0`` at -3
 (timers b@2, a@3, b@3), then watermarks 8 on input 1 and 15 on input 2: Flink fires b@2, b@3,
 a@3, b@4, a@4 (a@3 registers a@4, b@3 registers b@4), streamproof b@2, a@3, b@3, a@4, b@4.

@@ -3,7 +3,7 @@
 * The regression scenarios ``examples/conformance/timers-*.json`` carry Flink's own trace
   (``flink_observed``, recorded with the harness): the implementation replays each exactly, and
   the model, following Flink's tie choices, too. With a JDK, Flink reproduces the recorded traces.
-* The order of named services is Java's ``HashMap`` iteration order (impl/java_hashmap.py, and the
+* The order of named services is Java's ``HashMap`` iteration order (impl/state/java_hashmap.py, and the
   model's own statement of it in model/timers.py), checked against orders printed by a JVM.
 * With a JDK: 300 generated scenarios (seed 0) run on Flink, the implementation and the model:
   no harness error, and no divergence other than a choice among equal-timestamp timers that the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproof.impl.java_hashmap import hash_map_capacity, hash_map_order
+from streamproof.impl.state.java_hashmap import hash_map_capacity, hash_map_order
 from streamproof.model.timers import map_order
 from streamproof.properties.scenario import load_scenario_file, scenario_from_dict
 from streamproof.properties.timers.runner import run_impl, run_model, same_trace
@@ -79,8 +79,10 @@ def test_hashmap_capacity_and_collisions():
 
 
 def test_manager_advances_services_in_hashmap_order():
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+    from streamproof.impl.timers.internal_timer_service import KeyContext
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
     fired = []
 

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from streamproof.impl.task import StatusWatermarkValve
+from streamproof.impl.tasks.stream_task import StatusWatermarkValve
 
 HAVE_JDK = shutil.which("java") is not None and shutil.which("javac") is not None
 pytestmark = pytest.mark.skipif(not HAVE_JDK, reason="no JDK: java and javac are needed to run the Flink harness")

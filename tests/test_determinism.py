@@ -19,7 +19,7 @@ from streamproof.properties.explore import explore
 out = []
 for name, seed in json.loads(sys.argv[1]):
     first = explore(registry.get(name), 2, seed=seed, step_count=40).steps
-    import streamproof.impl.valve_pipeline, streamproof.properties.valve.job  # more local modules: more source constants
+    import streamproof.impl.coordination.valve_pipeline, streamproof.properties.valve.job  # more local modules: more source constants
     out.append([first, explore(registry.get(name), 2, seed=seed, step_count=40).steps])
 print(json.dumps(out))
 """

@@ -12,9 +12,11 @@ import sys
 
 import pytest
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.snapshot_format import encode_snapshot
-from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimestampOutOfRangeError
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.timers.snapshot_format import encode_snapshot
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext, TimestampOutOfRangeError
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.properties import registry
 from streamproof.properties.scenario import ScenarioError, load_scenario
 from streamproof.properties.snapshots.fuzz import random_contents

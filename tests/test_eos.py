@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from streamproof.impl.graph import Edge, GraphError, JobGraph, OperatorNode
-from streamproof.impl.graph_job import GraphJobSpec, NoResourceAvailableError
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import simulate_graph
-from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode
+from streamproof.impl.graph.job_runtime import GraphJobSpec, NoResourceAvailableError
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import simulate_graph
+from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.properties import registry
 from streamproof.properties.explore import explore
 from streamproof.properties.job.check import model_reference

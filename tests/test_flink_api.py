@@ -19,10 +19,10 @@ from streamproof.flink.datastream.state import (
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, StateTtlConfig,
     ValueStateDescriptor,
 )
-from streamproof.impl import operators as impl
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 
 def make(function, **limits):
@@ -540,7 +540,7 @@ def test_the_alarm_is_given_back_and_others_alarms_are_not_clobbered():
                 feed(op, "k", 1, 0)
             finally:
                 assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL)[0] > 30
-    from streamproof.impl.operators import release_callback_watchdog
+    from streamproof.impl.operators.user_code import release_callback_watchdog
     release_callback_watchdog()
     assert signal.getsignal(signal.SIGPROF) in (signal.SIG_DFL, None) and signal.getitimer(signal.ITIMER_PROF)[0] == 0
 
@@ -550,7 +550,8 @@ def test_an_alarm_left_armed_does_not_break_a_callback_without_a_limit():
     operator without a limit (another test, same worker) and raised TypeError (float + None)."""
     import signal
 
-    from streamproof.impl.operators import _Watchdog, release_callback_watchdog
+    from streamproof.impl.operators.keyed_process_operator import _Watchdog
+    from streamproof.impl.operators.user_code import release_callback_watchdog
 
     class Busy(KeyedProcessFunction):
         def process_element(self, value, ctx):

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from streamproof.impl.graph import Edge, GraphError, JobGraph, OperatorNode, graph_from_json, one_stage_graph
-from streamproof.impl.graph_job import GraphJobSpec
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import Fault, simulate, simulate_graph
-from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode, graph_from_json, one_stage_graph
+from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import Fault, simulate, simulate_graph
+from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.properties import registry
 from streamproof.properties.explore import explore, reduce_scenario
 from streamproof.properties.job.catalogue import GRAPH_REACHABILITY, graph_scenarios, job_scenarios
@@ -97,7 +97,7 @@ def test_bad_graph_in_a_scenario_names_the_problem():
 
 
 def test_graph_json_round_trip():
-    from streamproof.impl.graph import graph_to_json
+    from streamproof.impl.graph.job_graph import graph_to_json
     graph = one_stage_graph("window_sum", 2, 3)
     again = graph_from_json(graph_to_json(graph), 2)
     assert again.operators == graph.operators and again.edges == graph.edges

@@ -1,4 +1,4 @@
-"""Ports of Apache Flink's operator-chain tests to the job-graph runtime (impl/chain.py).
+"""Ports of Apache Flink's operator-chain tests to the job-graph runtime (impl/tasks/operator_chain.py).
 
 Each test restates a case of Flink's ``OneInputStreamTaskTest``,
 ``UnalignedCheckpointsInterruptibleTimersTest``, ``StreamOperatorWrapperTest`` or
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from streamproof.impl.graph import Edge, JobGraph, OperatorNode
-from streamproof.impl.graph_job import GraphJob, GraphJobSpec
-from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor, StreamRecord
-from streamproof.impl.sim import Fault, run_schedule, simulate_graph
-from streamproof.impl.snapshot_format import decode_snapshot
-from streamproof.impl.task import CheckpointBarrier, EndOfData, TaskConfig, Watermark
-from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK
+from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor, StreamRecord
+from streamproof.impl.graph.sim import Fault, run_schedule, simulate_graph
+from streamproof.impl.timers.snapshot_format import decode_snapshot
+from streamproof.impl.tasks.stream_task import CheckpointBarrier, EndOfData, TaskConfig, Watermark
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, MIN_WATERMARK
 from streamproof.properties import registry
 from streamproof.properties.job.check import graph_spec
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
@@ -617,7 +617,7 @@ def test_a_record_emitted_outside_a_keyed_context_into_a_keyed_stream_is_a_clear
     (no record set one), and the chained keyed operator reads a keyed stream whose key, here, is
     the record's own (Flink's reinterpretAsKeyedStream would call its key selector on the value).
     The runtime stops with one line naming the operator, not a TypeError from key hashing."""
-    from streamproof.impl.chain import KeylessRecordError
+    from streamproof.impl.tasks.chained_operators import KeylessRecordError
     calls = []
     job = _recording_chain(calls, n=2)
     task = job.tasks[0]

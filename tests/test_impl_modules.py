@@ -1,5 +1,5 @@
 """The module structure of impl/: no import cycle, the timer modules' dependency direction, and the
-coordinator split (impl.coordinator still exports every name, the same objects)."""
+coordination facade (streamproof.impl.coordination exports every name of its parts, the same objects)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,26 @@ from pathlib import Path
 IMPL = Path(__file__).resolve().parents[1] / "impl"
 
 
+def module_of(path: Path) -> str:
+    """impl/timers/snapshots.py -> timers.snapshots; impl/coordination/__init__.py -> coordination."""
+    parts = path.relative_to(IMPL).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def impl_imports() -> dict[str, set[str]]:
-    """impl module -> the impl modules it imports anywhere in the file (lazy imports count)."""
-    modules = {p.stem for p in IMPL.glob("*.py")} - {"__init__"}
+    """impl module (dotted below impl) -> the impl modules it imports anywhere in the file (lazy
+    imports count); a package's ``__init__`` is the package."""
+    paths = {module_of(p): p for p in IMPL.rglob("*.py") if p != IMPL / "__init__.py"}
     graph = {}
-    for name in modules:
+    for name, path in paths.items():
         found = set()
-        for node in ast.walk(ast.parse((IMPL / f"{name}.py").read_text(encoding="utf-8"))):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 found |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
                 found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-        graph[name] = {n.split(".")[2] for n in found if n.startswith("streamproof.impl.")} & modules - {name}
+        graph[name] = {n.removeprefix("streamproof.impl.") for n in found
+                       if n.startswith("streamproof.impl.")} & set(paths) - {name}
     return graph
 
 
@@ -36,31 +44,36 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_impl_has_no_import_cycle():
     graph = impl_imports()
+    # a package's __init__ that re-exports its modules is imported by them only through Python's
+    # own package import, not by name: a cycle through it would show here
     assert [m for m in sorted(graph) if m in reachable(graph, m)] == []
 
 
 def test_snapshots_build_on_the_timer_values_not_on_the_timer_service():
     graph = impl_imports()
-    assert "timers" not in reachable(graph, "snapshots")
-    assert "timers" not in reachable(graph, "snapshot_format")
-    assert reachable(graph, "internal_timer") <= {"keygroups"}
+    assert "timers.internal_timer_service" not in reachable(graph, "timers.snapshots")
+    assert "timers.internal_timer_service" not in reachable(graph, "timers.snapshot_format")
+    assert reachable(graph, "timers.internal_timer") <= {"state.key_groups"}
 
 
-def test_the_coordinator_exports_every_name_from_its_parts():
-    coordinator = importlib.import_module("streamproof.impl.coordinator")
-    names = set(coordinator.__all__) | {"_call_send_action", "_raise"}
+def test_the_coordination_package_exports_every_name_from_its_parts():
+    coordination = importlib.import_module("streamproof.impl.coordination")
+    names = set(coordination.__all__) | {"_call_send_action", "_raise"}
     for name in names:
-        value = getattr(coordinator, name)
+        value = getattr(coordination, name)
         home = getattr(value, "__module__", None)
-        if home is not None and home.startswith("streamproof.impl.coordinator_"):
+        if home is not None and home.startswith("streamproof.impl.coordination."):
             assert getattr(importlib.import_module(home), name) is value, name
-    assert coordinator.create_holder is importlib.import_module("streamproof.impl.coordinator_protocols").create_holder
+    assert coordination.create_holder is importlib.import_module("streamproof.impl.coordination.protocols").create_holder
 
 
 def test_each_protocol_differs_from_flink_only_by_overrides():
-    from streamproof.impl.coordinator import (
-        LegacyOperatorCoordinatorHolder, OperatorCoordinatorHolder, StreamproofOperatorCoordinatorHolder,
-        StreamproofSubtaskGateway, SubtaskGatewayImpl,
+    from streamproof.impl.coordination import (
+        LegacyOperatorCoordinatorHolder,
+        OperatorCoordinatorHolder,
+        StreamproofOperatorCoordinatorHolder,
+        StreamproofSubtaskGateway,
+        SubtaskGatewayImpl,
     )
     assert LegacyOperatorCoordinatorHolder.__bases__ == (OperatorCoordinatorHolder,)
     assert StreamproofOperatorCoordinatorHolder.__bases__ == (OperatorCoordinatorHolder,)

@@ -12,7 +12,14 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from streamproof.impl import java_hashmap, keygroups, timers
+from streamproof.impl.state import java_hashmap
+
+from streamproof.impl.state import key_groups as keygroups
+
+from streamproof.impl.state.key_context import KeyContext
+from streamproof.impl.timers import internal_time_service_manager
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.model import keygroups as key_spec
 from streamproof.model.timers import map_order
 
@@ -39,9 +46,9 @@ def advance_order(names: list[str]) -> list[str]:
         def on_processing_time(self, timer):
             fired.append(self.name)
 
-    context = timers.KeyContext(128)
-    manager = timers.InternalTimeServiceManager(context, keygroups.KeyGroupRange(0, 127),
-                                                timers.ManualProcessingTimeService())
+    context = KeyContext(128)
+    manager = InternalTimeServiceManager(context, keygroups.KeyGroupRange(0, 127),
+                                                ManualProcessingTimeService())
     context.set_current_key("k")
     for name in names:
         manager.get_internal_timer_service(name, Target(name)).register_event_time_timer("w", 1)
@@ -94,7 +101,7 @@ def test_key_groups_of_random_keys_are_flinks():
 def test_each_known_java_detail_bug_is_found():
     """Services in creation order (a Python dict), and String.hashCode over code points or UTF-8
     bytes instead of UTF-16 units, and Long.hashCode without the high word, are each found."""
-    with mock.patch.object(timers, "hash_map_order", lambda names: list(dict.fromkeys(names))):
+    with mock.patch.object(internal_time_service_manager, "hash_map_order", lambda names: list(dict.fromkeys(names))):
         assert service_order_differences(), "services in creation order: not found"
     with mock.patch.object(java_hashmap, "spread_hash", lambda name: keygroups.java_hash_code(name) & 0xFFFF):
         assert service_order_differences(), "HashMap spread without the high half: not found"

@@ -3,10 +3,10 @@
 import pytest
 from hypothesis import settings
 
-from streamproof.impl.job import JobSpec
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import Fault, SimulationError, simulate
-from streamproof.impl.task import TaskConfig, Watermark
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import Fault, SimulationError, simulate
+from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.properties import bugzoo, registry
 from streamproof.properties.explore import explore
 from streamproof.properties.job.functions import TimerChain, WindowSum
@@ -133,7 +133,8 @@ def _replayed(parallelism_before: int, parallelism_after: int, channel_state: li
     """What each new task's channel 0 holds after the restore replays the channel state."""
     from types import SimpleNamespace
 
-    from streamproof.impl.job import CompletedCheckpoint, Job
+    from streamproof.impl.graph.job import Job
+    from streamproof.impl.graph.checkpoint_coordinator import CompletedCheckpoint
 
     job = Job(JobSpec([[], []], lambda: WindowSum(10), parallelism=parallelism_after, max_parallelism=16))
     snapshots = [SimpleNamespace(subtask_index=i, channel_state=state) for i, state in enumerate(channel_state)]

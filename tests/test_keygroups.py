@@ -2,7 +2,7 @@
 
 import pytest
 
-from streamproof.impl.keygroups import (
+from streamproof.impl.state.key_groups import (
     Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )

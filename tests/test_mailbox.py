@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from streamproof.impl.mailbox import (
+from streamproof.impl.tasks.mailbox import (
     DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, InterruptPolicy, Mail, MailboxClosedError,
     MailboxExecutor, MailboxLoopBudgetExceeded, MailboxProcessor, MailboxState, MailboxStateError,
     MailboxWouldBlockError, MailOptions, RejectedExecutionError, TaskMailbox,
@@ -400,7 +400,7 @@ def test_example_replays_and_matches_what_it_expects(path):
 def test_priorities_span_javas_int_range_and_mail_defaults_to_priority_0():
     """Mutation testing (tests/mutation.py) found these unpinned: TaskMailbox.MAX_PRIORITY is
     Integer.MAX_VALUE, MIN_PRIORITY is -1 (deferrable), and a Mail built without one has priority 0."""
-    from streamproof.impl.mailbox import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, Mail
+    from streamproof.impl.tasks.mailbox import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, Mail
 
     assert (MIN_PRIORITY, DEFAULT_PRIORITY, MAX_PRIORITY) == (-1, 0, 2**31 - 1)
     assert Mail(lambda: None, "m").priority == 0

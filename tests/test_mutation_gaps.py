@@ -4,11 +4,11 @@ mutant it kills: ``module:line`` in the commit measured (given there), the funct
 
 import pytest
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.termination import TimerTerminationAction as A
-from streamproof.impl.timers import (
-    InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimerFiringBudgetExceeded,
-)
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.timers.termination import TimerTerminationAction as A
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext, TimerFiringBudgetExceeded
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 from tests.recorders import Fired
 
@@ -24,11 +24,11 @@ def timer_service(start=0, budget=1000):
     return manager, context, manager.get_internal_timer_service("timers", target), target
 
 
-# -- impl/timers.py ------------------------------------------------------------------------------
+# -- impl/timers/internal_timer_service.py ------------------------------------------------------------------------------
 
 def test_manual_clock_fires_exactly_budget_physical_timers_and_stops_at_one_more():
     """The simulated clock fires ``budget`` physical timers in one advance and raises at one more.
-    Kills impl/timers.py:143 (``ManualProcessingTimeService.advance_to``) ``fired = 0`` ->
+    Kills impl/timers/internal_timer_service.py:143 (``ManualProcessingTimeService.advance_to``) ``fired = 0`` ->
     ``fired = 1`` (the budget one too small)."""
     clock = ManualProcessingTimeService(start=0, budget=3)
     fired = []
@@ -45,7 +45,7 @@ def test_manual_clock_fires_exactly_budget_physical_timers_and_stops_at_one_more
 
 def test_every_processing_time_registration_after_the_flush_is_counted_as_dropped():
     """Nothing fires after the end-of-input flush; each registration is counted. Kills
-    impl/timers.py:239 (``register_processing_time_timer``) ``dropped_after_flush += 1`` -> ``= 1``."""
+    impl/timers/internal_timer_service.py:239 (``register_processing_time_timer``) ``dropped_after_flush += 1`` -> ``= 1``."""
     manager, context, service, target = timer_service()
     service.flush_processing_time_timers()
     for key, ts in (("a", 5), ("b", 6), ("a", 7)):
@@ -57,7 +57,7 @@ def test_every_processing_time_registration_after_the_flush_is_counted_as_droppe
 
 def test_reached_watermark_stops_just_before_the_first_timer_an_interrupted_advance_left():
     """FLINK-40101: what an interrupted advance may emit is one less than the earliest event-time
-    timer it left (at most the watermark). Kills impl/timers.py:629 (``get_reached_watermark``)
+    timer it left (at most the watermark). Kills impl/timers/internal_timer_service.py:629 (``get_reached_watermark``)
     ``head[0]`` -> ``head[1]`` in the comparison, ``head[0] - 1`` -> ``+ 1`` / ``- 2``."""
     manager, context, service, target = timer_service()
     for key, ts in (("a", 5), ("b", 10), ("c", 10), ("d", 30)):
@@ -72,14 +72,14 @@ def test_reached_watermark_stops_just_before_the_first_timer_an_interrupted_adva
     assert manager.get_reached_watermark() == 20  # the head (30) is after the watermark
 
 
-# -- model/timers.py (and impl/java_hashmap.py) ---------------------------------------------------
+# -- model/timers.py (and impl/state/java_hashmap.py) ---------------------------------------------------
 
 def test_a_ninth_name_in_one_bucket_doubles_the_service_map_as_java_does():
     """Nine service names in one bucket of the 16-slot table: Java's ``treeifyBin`` resizes to 32
     instead, which splits the bucket (orders printed by JDK 17's ``HashMap.keySet()``). Kills
     model/timers.py:98 (``map_order``, the treeify resize) ``capacity *= 2`` -> ``= 2`` / ``/= 2``
     / ``*= 3`` (found reviewing the sampled survivors; outside the sample itself)."""
-    from streamproof.impl.java_hashmap import hash_map_order
+    from streamproof.impl.state.java_hashmap import hash_map_order
     from streamproof.model.timers import map_order
 
     eight = ["s12", "s8", "s23", "s34", "s45", "s56", "s67", "s78"]  # all in bucket 5 of 16
@@ -201,14 +201,14 @@ def test_the_flush_spec_check_rejects_a_wait_or_due_timer_fired_before_its_time(
     spec.check()
 
 
-# -- impl/keygroups.py and model/keygroups.py ----------------------------------------------------
+# -- impl/state/key_groups.py and model/keygroups.py ----------------------------------------------------
 
 def test_a_key_hash_that_murmur_scrambles_to_integer_min_value_lands_in_key_group_zero():
     """``MathUtils.murmurHash`` maps the one scramble equal to ``Integer.MIN_VALUE`` to 0 (its
     negation would overflow); -2089875627 is that key hash (checked with the Java code on JDK 17).
-    Kills impl/keygroups.py:120 (``murmur_hash``) ``else 0`` -> ``else 1`` and model/keygroups.py:51
+    Kills impl/state/key_groups.py:120 (``murmur_hash``) ``else 0`` -> ``else 1`` and model/keygroups.py:51
     (``murmur``) ``-(2**31)`` -> ``-(2*31)``."""
-    from streamproof.impl.keygroups import Int32, assign_to_key_group, murmur_hash
+    from streamproof.impl.state.key_groups import Int32, assign_to_key_group, murmur_hash
     from streamproof.model import keygroups as spec
 
     assert murmur_hash(-2089875627) == spec.murmur(-2089875627) == 0
@@ -219,9 +219,9 @@ def test_a_key_hash_that_murmur_scrambles_to_integer_min_value_lands_in_key_grou
 
 def test_a_string_key_with_a_lone_surrogate_hashes_as_java_string_hash_code():
     """Java hashes UTF-16 code units, lone surrogates included (``"\\uD800".hashCode()`` is 55296,
-    ``"a\\uDC00b"`` 1839235 on JDK 17). Kills impl/keygroups.py:88 (``java_hash_code``) and
+    ``"a\\uDC00b"`` 1839235 on JDK 17). Kills impl/state/key_groups.py:88 (``java_hash_code``) and
     model/keygroups.py:27 (``java_hash``) ``"surrogatepass"`` -> ``"XXsurrogatepassXX"``."""
-    from streamproof.impl.keygroups import assign_to_key_group, java_hash_code
+    from streamproof.impl.state.key_groups import assign_to_key_group, java_hash_code
     from streamproof.model import keygroups as spec
 
     assert java_hash_code("\ud800") == spec.java_hash("\ud800") == 55296
@@ -229,10 +229,10 @@ def test_a_string_key_with_a_lone_surrogate_hashes_as_java_string_hash_code():
     assert assign_to_key_group("a\udc00b", 128) == spec.key_group("a\udc00b", 128)
 
 
-# -- impl/snapshot_format.py ---------------------------------------------------------------------
+# -- impl/timers/snapshot_format.py ---------------------------------------------------------------------
 
 def _one_key_group(event=(), processing=()):
-    from streamproof.impl.snapshot_format import KeyGroupTimers, TimerSnapshotContents
+    from streamproof.impl.timers.snapshot_format import KeyGroupTimers, TimerSnapshotContents
 
     return TimerSnapshotContents(2, 1, KeyGroupRange(0, 0), 1, ("t",),
                                  {0: {"t": KeyGroupTimers(tuple(event), tuple(processing))}})
@@ -240,10 +240,10 @@ def _one_key_group(event=(), processing=()):
 
 def test_the_writer_refuses_a_namespace_nested_deeper_than_the_reader_reads():
     """A tuple nested ``MAX_VALUE_DEPTH`` deep is written; one level more is refused at write
-    time (the reader would refuse the file). Kills impl/snapshot_format.py:128 (``_value``)
+    time (the reader would refuse the file). Kills impl/timers/snapshot_format.py:128 (``_value``)
     ``depth >= MAX_VALUE_DEPTH or len(value) > 0xFFFF`` -> ``... and ...``."""
-    from streamproof.impl.snapshot_format import MAX_VALUE_DEPTH, decode_snapshot, encode_snapshot
-    from streamproof.impl.timers import InternalTimer
+    from streamproof.impl.timers.snapshot_format import MAX_VALUE_DEPTH, decode_snapshot, encode_snapshot
+    from streamproof.impl.timers.internal_timer_service import InternalTimer
 
     def nested(levels):
         value = "w"
@@ -263,9 +263,9 @@ def test_the_writer_refuses_a_namespace_nested_deeper_than_the_reader_reads():
 def test_processing_timers_of_two_keys_with_one_namespace_in_one_key_group_keep_their_keys():
     """The writer caches each (key, namespace) encoding within a section; two processing-time
     timers sharing a namespace must still be written with their own keys. Kills
-    impl/snapshot_format.py:198 (``_section``) ``kn = (timer[1], timer[2])`` -> ``(timer[2], timer[2])``."""
-    from streamproof.impl.snapshot_format import decode_snapshot, encode_snapshot
-    from streamproof.impl.timers import InternalTimer
+    impl/timers/snapshot_format.py:198 (``_section``) ``kn = (timer[1], timer[2])`` -> ``(timer[2], timer[2])``."""
+    from streamproof.impl.timers.snapshot_format import decode_snapshot, encode_snapshot
+    from streamproof.impl.timers.internal_timer_service import InternalTimer
 
     processing = [(InternalTimer(5, "a", "w"), A.TRIGGER), (InternalTimer(6, "b", "w"), A.WAIT)]
     decoded = decode_snapshot(encode_snapshot(_one_key_group(processing=processing)))
@@ -274,11 +274,11 @@ def test_processing_timers_of_two_keys_with_one_namespace_in_one_key_group_keep_
 
 def test_an_end_record_counting_other_sections_names_the_offset_of_its_count():
     """Errors name the offset of what is wrong: here the end record's section count, one byte
-    after its type. Kills impl/snapshot_format.py:439 (``decode_snapshot``) ``at + 1`` -> ``at - 1``."""
+    after its type. Kills impl/timers/snapshot_format.py:439 (``decode_snapshot``) ``at + 1`` -> ``at - 1``."""
     import struct
 
-    from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot, encode_snapshot
-    from streamproof.impl.timers import InternalTimer
+    from streamproof.impl.timers.snapshot_format import SnapshotFormatError, decode_snapshot, encode_snapshot
+    from streamproof.impl.timers.internal_timer_service import InternalTimer
 
     data = bytearray(encode_snapshot(_one_key_group([InternalTimer(1, "a", "w")])))
     end = len(data) - 17  # the end record: type, section count (u32), timer count (u64), CRC (u32)
@@ -289,15 +289,15 @@ def test_an_end_record_counting_other_sections_names_the_offset_of_its_count():
     assert e.value.offset == end + 1
 
 
-# -- impl/snapshots.py ---------------------------------------------------------------------------
+# -- impl/timers/snapshots.py ---------------------------------------------------------------------------
 
 def test_a_restore_missing_key_groups_names_them_as_ranges_even_a_single_one():
     """A restore that would lose timers names the uncovered key groups (``2, 5-7``); a single
-    uncovered key group is a ValueError like the others. Kills impl/snapshots.py:532 (``_ranges``)
+    uncovered key group is a ValueError like the others. Kills impl/timers/snapshots.py:532 (``_ranges``)
     ``key_groups[0]`` -> ``key_groups[1]`` (an IndexError for one key group), and the message
     mutants :533 ``key_groups[1:]`` -> ``[2:]``, :534 ``previous + 1`` -> ``previous - 1``."""
-    from streamproof.impl.snapshot_format import TimerSnapshotContents
-    from streamproof.impl.snapshots import restore_from_snapshots
+    from streamproof.impl.timers.snapshot_format import TimerSnapshotContents
+    from streamproof.impl.timers.snapshots import restore_from_snapshots
 
     def covering(first, last):
         return TimerSnapshotContents(2, 8, KeyGroupRange(first, last), 1, ("timers",), {})
@@ -312,15 +312,15 @@ def test_a_restore_missing_key_groups_names_them_as_ranges_even_a_single_one():
     assert restore_from_snapshots(manager(), [covering(0, 3), covering(4, 7)]).timers == 0
 
 
-# -- impl/queues.py ------------------------------------------------------------------------------
+# -- impl/timers/heap_priority_queue_set.py ------------------------------------------------------------------------------
 
 def test_the_queue_answers_contains_and_is_empty_without_a_key_group_and_names_a_foreign_one():
     """The queue's API without a key group (Flink's ``contains`` / ``isEmpty``), and the key group
-    a :class:`KeyGroupOutOfRangeError` carries. Kills impl/queues.py:124 (``contains``)
+    a :class:`KeyGroupOutOfRangeError` carries. Kills impl/timers/heap_priority_queue_set.py:124 (``contains``)
     ``key_group is None`` -> ``is not None``, :154 (``is_empty``) ``_size == 0`` -> ``== 1`` and
     :39 (``KeyGroupOutOfRangeError``) ``self.key_group = key_group`` -> ``None``."""
-    from streamproof.impl.keygroups import assign_to_key_group
-    from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+    from streamproof.impl.state.key_groups import assign_to_key_group
+    from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
 
     queue = KeyGroupedPriorityQueueSet(KeyGroupRange(0, 127), lambda e: assign_to_key_group(e[1], 128))
     assert queue.is_empty() and not queue.contains((5, "a", "n"))
@@ -366,11 +366,11 @@ def test_end_of_stream_co_group_results_carry_max_timestamp_into_a_following_win
     Kills model/job.py:140 (``_end_of_stream_co_group``) ``2**63 - 1`` -> ``2*63 - 1``."""
     from collections import Counter
 
-    from streamproof.impl.graph import Edge, JobGraph, OperatorNode
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.model.job import MAX_TIME, graph_reference
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
     from streamproof.properties.job.steps import with_declared_attributes
@@ -427,14 +427,14 @@ def test_eos_a_checkpoint_or_consumer_at_the_step_the_blocking_chain_finished_is
     assert no_checkpoint_while_blocking([(0, 1, 9, None)], unfinished, layouts, {"p"}) is not None
 
 
-# -- impl/windows.py (issue 31) ------------------------------------------------------------------
+# -- impl/operators/windows.py (issue 31) ------------------------------------------------------------------
 
 def test_event_time_windows_refuse_the_no_timestamp_marker():
     """Flink's assigners refuse a record stamped Long.MIN_VALUE (the no-timestamp marker) and take
-    Long.MIN_VALUE + 1. Kills impl/windows.py:138 (``_check_timestamp``) ``timestamp <= MIN_WATERMARK``
+    Long.MIN_VALUE + 1. Kills impl/operators/windows.py:138 (``_check_timestamp``) ``timestamp <= MIN_WATERMARK``
     -> ``<``."""
-    from streamproof.impl.timers import MIN_WATERMARK
-    from streamproof.impl.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
+    from streamproof.impl.timers.internal_timer_service import MIN_WATERMARK
+    from streamproof.impl.operators.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 
     for assigner in (TumblingEventTimeWindows.of(10), SlidingEventTimeWindows.of(10, 5)):
         for timestamp in (None, MIN_WATERMARK):
@@ -446,12 +446,12 @@ def test_event_time_windows_refuse_the_no_timestamp_marker():
 
 def test_window_operators_use_interruptible_timers_as_flinks_do():
     """Flink's WindowOperator opts in to interruptible timers (FLIP-443: ``useInterruptibleTimers``);
-    a plain keyed function does not unless it says so. Kills impl/windows.py:340
+    a plain keyed function does not unless it says so. Kills impl/operators/windows.py:340
     (``WindowOperator.interruptible_timers``) ``True`` -> ``None`` (its firings would never split)."""
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.operators import KeyedProcessOperator
-    from streamproof.impl.timers import ManualProcessingTimeService
-    from streamproof.impl.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
+    from streamproof.impl.operators.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
 
     class Plain:
         def process_element(self, value, ctx, out):
@@ -464,14 +464,14 @@ def test_window_operators_use_interruptible_timers_as_flinks_do():
     assert uses(WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate())) is True
     assert uses(Plain()) is False
 
-# -- impl/coordinator_runtime.py (issue 31) ------------------------------------------------------
+# -- impl/coordination/runtime.py (issue 31) ------------------------------------------------------
 
 def test_wait_for_all_fails_with_the_first_error_once_every_future_is_done():
     """``FutureUtils.waitForAll`` keeps the first failure (later ones are suppressed into it) and
-    completes only when the last future is done. Kills impl/coordinator_runtime.py:163
+    completes only when the last future is done. Kills impl/coordination/runtime.py:163
     (``wait_for_all.one_done``) ``error is not None and state["error"] is None`` -> ``... or ...``
     (the last error would win)."""
-    from streamproof.impl.coordinator_runtime import CompletableFuture, wait_for_all
+    from streamproof.impl.coordination.runtime import CompletableFuture, wait_for_all
 
     first, second, third = CompletableFuture(), CompletableFuture(), CompletableFuture()
     seen = []
@@ -486,11 +486,11 @@ def test_wait_for_all_fails_with_the_first_error_once_every_future_is_done():
     assert wait_for_all([CompletableFuture.completed(1), CompletableFuture.completed(2)]).state() == "done"
 
 
-# -- impl/operators.py (issue 31) ----------------------------------------------------------------
+# -- impl/operators/keyed_process_operator.py (issue 31) ----------------------------------------------------------------
 
 def test_the_time_limit_holds_off_the_main_thread_where_no_alarm_can_run():
     """Outside the main thread no alarm can be armed: the time limit is checked every 256 timers
-    (and outputs) instead. Kills impl/operators.py:582 (``_count_timer``) ``not self._timers & 255``
+    (and outputs) instead. Kills impl/operators/keyed_process_operator.py:582 (``_count_timer``) ``not self._timers & 255``
     -> ``| 255`` and :588 (``_check_time``) ``self._callback is not None`` -> ``is None`` (no check)."""
     import threading
 
@@ -522,11 +522,11 @@ def test_the_time_limit_holds_off_the_main_thread_where_no_alarm_can_run():
 def test_a_task_emitting_into_an_operator_names_its_task_and_attempt_by_default():
     """Without ``task_name``/``attempt_number`` the owner of ``emit`` (a bound method of a task)
     names them; a plain function leaves ``KeyedProcess(<function class>)`` and attempt 0. Kills
-    impl/operators.py:525 (``KeyedProcessOperator.__init__``) ``getattr(emit, "__self__", None)`` ->
+    impl/operators/keyed_process_operator.py:525 (``KeyedProcessOperator.__init__``) ``getattr(emit, "__self__", None)`` ->
     ``"XX__self__XX"``."""
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.operators import KeyedProcessOperator
-    from streamproof.impl.timers import ManualProcessingTimeService
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
     class Task:
         name, attempt = "window -> sink[1]", 2
@@ -547,12 +547,12 @@ def test_a_task_emitting_into_an_operator_names_its_task_and_attempt_by_default(
     assert (context.task_name, context.attempt_number) == ("KeyedProcess(Noop)", 0)
 
 
-# -- impl/graph.py (issue 31) --------------------------------------------------------------------
+# -- impl/graph/job_graph.py (issue 31) --------------------------------------------------------------------
 
 def test_a_graph_written_to_json_and_read_back_keeps_the_flip_331_attributes():
-    """Kills impl/graph.py:347 (``graph_to_json``) ``{"internal_sorter_supported": True}`` -> ``False``
+    """Kills impl/graph/job_graph.py:347 (``graph_to_json``) ``{"internal_sorter_supported": True}`` -> ``False``
     (the attribute lost on a round trip: a saved scenario would lose the sorted path)."""
-    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, graph_from_json, graph_to_json
+    from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode, graph_from_json, graph_to_json
 
     graph = JobGraph([OperatorNode("src", "source", 1), OperatorNode("w", "keyed_process", 2, "eos_window_sum",
                                                                      True, True, True, "g"),
@@ -566,18 +566,18 @@ def test_a_graph_written_to_json_and_read_back_keeps_the_flip_331_attributes():
     assert back.by_name["sink"].chaining is False
 
 
-# -- impl/chain.py (issue 31) --------------------------------------------------------------------
+# -- impl/tasks/operator_chain.py (issue 31) --------------------------------------------------------------------
 
 def test_the_timer_mail_delay_counts_the_mailbox_steps_a_starved_timer_waited():
     """``job.timer-liveness`` reads how many mailbox steps each processing-time timer's mail waited
     (``ChainTask.steps``): none in a plain run, about twenty when FLINK-39898's batching starves it
-    until a checkpoint's urgent mail. Kills impl/chain.py:550 (``ChainTask.run_step``)
+    until a checkpoint's urgent mail. Kills impl/tasks/operator_chain.py:550 (``ChainTask.run_step``)
     ``self.steps += 1`` -> ``self.steps = 1`` (every delay 0 or 1)."""
-    from streamproof.impl.graph import one_stage_graph
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import one_stage_graph
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.bugzoo import get_variant
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
     from streamproof.properties.job.steps import with_declared_attributes
@@ -595,14 +595,15 @@ def test_the_timer_mail_delay_counts_the_mailbox_steps_a_starved_timer_waited():
 
 def test_a_broadcast_side_output_keeps_the_broadcast_records_timestamp():
     """What a keyed broadcast-state operator emits while processing a broadcast-side record carries
-    that record's timestamp (Flink's TimestampedCollector), keyless. Kills impl/chain.py:350
+    that record's timestamp (Flink's TimestampedCollector), keyless. Kills impl/tasks/operator_chain.py:350
     (``KeyedBroadcastOperator._emit_value``) ``timestamp is None`` -> ``is not None`` (Long.MIN_VALUE
     instead: the no-timestamp marker)."""
-    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, SecondInput
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-    from streamproof.impl.sim import simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.tasks.stream_elements import SecondInput
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
 
     class Rules(KeyedProcessFunction):
         def process_element(self, value, ctx, out):
@@ -619,18 +620,18 @@ def test_a_broadcast_side_output_keeps_the_broadcast_records_timestamp():
     assert emitted == [(("event", 1), 5), (("rule", 9), 7)]
 
 
-# -- impl/task.py (issue 31) ---------------------------------------------------------------------
+# -- impl/tasks/stream_task.py (issue 31) ---------------------------------------------------------------------
 
 def test_split_firing_metrics_count_only_records_between_the_parts_of_a_split_firing():
     """FLIP-443's coverage metrics (records between two parts of a split firing, of a key with a
     due timer, that changed timers) stay zero where no record comes between two parts of a firing
     (none is split here, or nothing arrives in between). Kills
-    impl/task.py:342 (``OperatorTask.__init__``) the three counters starting at 1 and :498
+    impl/tasks/stream_task.py:342 (``OperatorTask.__init__``) the three counters starting at 1 and :498
     (``_process_record``) ``not self.firing_interrupted()`` -> ``self.firing_interrupted()``."""
-    from streamproof.impl.job import JobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import simulate
-    from streamproof.impl.task import TaskConfig, Watermark
+    from streamproof.impl.graph.job import JobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import simulate
+    from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
     from streamproof.properties.job.functions import WindowSum
 
     a = [StreamRecord(k, v, t) for k, v, t in [("a", 1, 1), ("b", 2, 3), ("a", 3, 12), ("c", 1, 15)]]
@@ -647,15 +648,15 @@ def test_split_firing_metrics_count_only_records_between_the_parts_of_a_split_fi
 
 def test_back_pressure_keeps_every_channel_within_its_capacity(monkeypatch):
     """A task stops writing to a channel holding ``channel_capacity`` records until its reader takes
-    one (the reader's ``queued_records`` count). Kills impl/task.py:442 (``OperatorTask``, taking
+    one (the reader's ``queued_records`` count). Kills impl/tasks/stream_task.py:442 (``OperatorTask``, taking
     a record from a channel) ``queued_records[channel] -= 1`` -> ``-= 2`` (the count runs negative:
     no back-pressure, the channel fills up)."""
-    from streamproof.impl.chain import ChainTask
-    from streamproof.impl.graph import one_stage_graph
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.tasks.operator_chain import ChainTask
+    from streamproof.impl.graph.job_graph import one_stage_graph
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
     peak = [0]
@@ -675,15 +676,15 @@ def test_back_pressure_keeps_every_channel_within_its_capacity(monkeypatch):
 
 def test_a_task_that_restored_nothing_has_the_lineage_of_the_records_it_read():
     """certify's same-output replays each task's record lineage: the input channel of every record
-    it consumed (4 from source 0, 1 from source 1 here). Kills impl/task.py:335 (``OperatorTask``)
+    it consumed (4 from source 0, 1 from source 1 here). Kills impl/tasks/stream_task.py:335 (``OperatorTask``)
     ``inherited_records = []`` -> ``None`` (no lineage: None is kept for tasks a rescale merged)."""
     import random
 
-    from streamproof.impl.graph import one_stage_graph
-    from streamproof.impl.graph_job import GraphJob, GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import run_schedule
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import one_stage_graph
+    from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import run_schedule
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
     inputs = [[StreamRecord("ab"[i % 2], i, i) for i in range(4)] + [Watermark(100)],
@@ -695,17 +696,17 @@ def test_a_task_that_restored_nothing_has_the_lineage_of_the_records_it_read():
     assert lineage is not None and list(lineage) == [("process -> sink", 0)]
     assert sorted(lineage[("process -> sink", 0)]) == [0, 0, 0, 0, 1]
 
-# -- impl/graph_job.py (issue 31) ----------------------------------------------------------------
+# -- impl/graph/job_runtime.py (issue 31) ----------------------------------------------------------------
 
 def test_a_side_output_edge_gets_its_tags_values_unwrapped_and_the_main_edge_the_rest():
     """PyFlink's ``get_side_output(tag)``: the edge tagged ``odd`` gets the odd window sums
-    unwrapped, the untagged edge only the main output. Kills impl/graph_job.py:652 (``_routed``)
+    unwrapped, the untagged edge only the main output. Kills impl/graph/job_runtime.py:652 (``_routed``)
     ``value[1] == tag`` -> ``value[1] != tag`` (the tagged edge would get the other tags only)."""
-    from streamproof.impl.graph import Edge, JobGraph, OperatorNode
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
     ops = [OperatorNode("src", "source", 1),
@@ -721,13 +722,13 @@ def test_a_side_output_edge_gets_its_tags_values_unwrapped_and_the_main_edge_the
 def test_a_rescale_changes_the_parallelism_of_a_chain_joined_by_forward_edges():
     """A rescale of the keyed operator takes its chain (``process -> sink``, a forward edge inside)
     to the new parallelism, named or not; only chains a source feeds forward keep theirs. Kills
-    impl/graph_job.py:593 (``GraphJob.failover``) ``kind == "source"`` -> ``kind != "source"`` (the
+    impl/graph/job_runtime.py:593 (``GraphJob.failover``) ``kind == "source"`` -> ``kind != "source"`` (the
     chain would keep its parallelism: no rescale at all)."""
-    from streamproof.impl.graph import one_stage_graph
-    from streamproof.impl.graph_job import GraphJobSpec
-    from streamproof.impl.operators import StreamRecord
-    from streamproof.impl.sim import Fault, simulate_graph
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job_graph import one_stage_graph
+    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import StreamRecord
+    from streamproof.impl.graph.sim import Fault, simulate_graph
+    from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
     inputs = [[StreamRecord("abc"[i % 3], i, i) for i in range(30)] + [Watermark(100)]]
@@ -743,12 +744,13 @@ def test_a_rescale_restores_every_in_flight_broadcast_record_of_an_unaligned_che
     """An unaligned checkpoint taken with two broadcast records still queued at the broadcast-state
     operator keeps both as channel state (the rules source's offset is past them); a rescale of the
     operator delivers both to the subtask that had them, none to the new one. Kills
-    impl/graph_job.py:556 (``GraphJob._replay_channel_state``) the broadcast branch's ``continue`` ->
+    impl/graph/job_runtime.py:556 (``GraphJob._replay_channel_state``) the broadcast branch's ``continue`` ->
     ``break`` (everything after the first broadcast record of a snapshot dropped)."""
-    from streamproof.impl.graph import Edge, JobGraph, OperatorNode, SecondInput
-    from streamproof.impl.graph_job import GraphJob, GraphJobSpec
-    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-    from streamproof.impl.task import TaskConfig, Watermark
+    from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+    from streamproof.impl.tasks.stream_elements import SecondInput
+    from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 
     class Rules(KeyedProcessFunction):
         def process_element(self, value, ctx, out):

@@ -1,4 +1,4 @@
-"""Certify's runtime for one operator is the job-graph runtime (impl/one_operator_job.py): the
+"""Certify's runtime for one operator is the job-graph runtime (impl/graph/one_operator_job.py): the
 one-operator graph keeps what the one-stage runtime gave certification (exactly-once output, the
 lineage of every input element, per key-group histories, timer metrics), checked against the
 one-stage runtime on random jobs and on replays of each other's lineage."""
@@ -8,9 +8,9 @@ from collections import Counter
 
 from hypothesis import HealthCheck, event, given, settings
 
-from streamproof.impl.graph_job import GraphJob
-from streamproof.impl.one_operator_job import graph_spec_of, simulate_one_operator
-from streamproof.impl.sim import simulate
+from streamproof.impl.graph.job_runtime import GraphJob
+from streamproof.impl.graph.one_operator_job import graph_spec_of, simulate_one_operator
+from streamproof.impl.graph.sim import simulate
 from streamproof.properties.job.catalogue import job_scenarios
 from streamproof.properties.job.check import _spec, model_reference
 from streamproof.properties.job.steps import faults_of, job_params
@@ -56,10 +56,10 @@ def test_each_runtime_replays_the_others_lineage_to_the_same_histories(scenario)
 def test_a_restore_brings_back_histories_lineage_and_timers():
     """A failure after a checkpoint with timers pending: the restored tasks inherit the lineage
     and histories their snapshots had, and count the timers they restored."""
-    from streamproof.impl.job import JobSpec
-    from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-    from streamproof.impl.sim import Fault
-    from streamproof.impl.task import Watermark
+    from streamproof.impl.graph.job import JobSpec
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+    from streamproof.impl.graph.sim import Fault
+    from streamproof.impl.tasks.stream_task import Watermark
 
     class Remind(KeyedProcessFunction):
         def process_element(self, value, ctx, out):
@@ -79,8 +79,8 @@ def test_a_restore_brings_back_histories_lineage_and_timers():
 
 
 def test_the_graph_is_source_keyed_operator_and_chained_sink():
-    from streamproof.impl.job import JobSpec
-    from streamproof.impl.operators import KeyedProcessFunction
+    from streamproof.impl.graph.job import JobSpec
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 
     spec = graph_spec_of(JobSpec([[], []], KeyedProcessFunction, parallelism=3))
     assert [(c.operators, c.parallelism) for c in spec.graph.chains] == [

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from streamproof.impl.snapshots import BASE_VERSION, VersionedTimerQueue
+from streamproof.impl.timers.snapshots import BASE_VERSION, VersionedTimerQueue
 from streamproof.properties import registry
 from streamproof.properties.scenario import scenario_from_dict
 from streamproof.properties.snapshots.z3_versions import REVIVE, to_scenario, versions_system

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 OPERATORS = textwrap.dedent('''
     import pytest
     import streamproof
-    from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor
 
 
     class WindowSum(KeyedProcessFunction):

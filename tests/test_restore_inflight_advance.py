@@ -5,11 +5,11 @@ it: a later checkpoint that carried that snapshot for the terminated task, with 
 past what it lacks, lost the in-flight data the task had read after the barrier (here a
 ProcessingTimeAdvance: the restored clock missed it)."""
 
-from streamproof.impl.graph_job import GraphJob
-from streamproof.impl.job import JobSpec
-from streamproof.impl.one_operator_job import graph_spec_of
-from streamproof.impl.operators import KeyedProcessFunction
-from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig
+from streamproof.impl.graph.job_runtime import GraphJob
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.graph.one_operator_job import graph_spec_of
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
+from streamproof.impl.tasks.stream_task import ProcessingTimeAdvance, TaskConfig
 
 
 class Nothing(KeyedProcessFunction):
@@ -59,7 +59,7 @@ def test_a_finished_task_waits_for_a_checkpoint_snapshotted_after_its_end():
 
 
 def test_the_one_stage_runtime_also_waits_for_a_checkpoint_snapshotted_after_the_end():
-    from streamproof.impl.job import Job
+    from streamproof.impl.graph.job import Job
 
     spec = JobSpec([[ProcessingTimeAdvance(100)], []], Nothing, parallelism=2, checkpoint_interval=10**9,
                    config=TaskConfig(unaligned_checkpoints=True), processing_time="input",

@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streamproof.impl.job import Job, JobSpec, PeriodicWatermark, SourceTask
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import Fault, simulate
-from streamproof.impl.task import EndOfData, TaskConfig, Watermark
-from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.impl.graph.job import Job, JobSpec, PeriodicWatermark, SourceTask
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import Fault, simulate
+from streamproof.impl.tasks.stream_task import EndOfData, TaskConfig, Watermark
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.properties.job.functions import WindowSum
 from streamproof.properties.job.steps import job_params, sources_of, task_config
 from streamproof.properties.scenario import ScenarioError, scenario_from_dict

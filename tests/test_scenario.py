@@ -16,7 +16,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from streamproof.impl.keygroups import Int32
+from streamproof.impl.state.key_groups import Int32
 from streamproof.properties import scenario as sc
 from streamproof.properties.timers import steps as timer_steps
 from streamproof.properties.scenario import (

@@ -1,4 +1,4 @@
-"""The timer-snapshot file format (impl/snapshot_format.py): round trips, the layout of
+"""The timer-snapshot file format (impl/timers/snapshot_format.py): round trips, the layout of
 docs/snapshots.md, errors naming the offset, and the reader under fuzzing."""
 
 import random
@@ -8,12 +8,12 @@ import zlib
 import pytest
 from hypothesis import given, strategies as st
 
-from streamproof.impl.keygroups import Int32, KeyGroupRange
-from streamproof.impl.snapshot_format import (
+from streamproof.impl.state.key_groups import Int32, KeyGroupRange
+from streamproof.impl.timers.snapshot_format import (
     MAGIC, KeyGroupTimers, SnapshotFormatError, TimerSnapshotContents, decode_snapshot, encode_snapshot,
 )
-from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import InternalTimer
+from streamproof.impl.timers.termination import TimerTerminationAction
+from streamproof.impl.timers.internal_timer_service import InternalTimer
 from streamproof.properties.snapshots.fuzz import (
     MUTATIONS, FuzzReport, check_one, corpus, fuzz_reader, mutate, random_contents, reseal,
 )
@@ -176,7 +176,7 @@ def test_every_single_bit_flip_of_a_file_is_detected():
 
 
 def test_composite_keys_round_trip_with_their_hash_codes():
-    from streamproof.impl.keygroups import CompositeKey
+    from streamproof.impl.state.key_groups import CompositeKey
 
     key = CompositeKey.of(("ann", 1.5, True))
     contents = TimerSnapshotContents(2, 1, KeyGroupRange(0, 0), 1, ("t",),

@@ -150,7 +150,7 @@ def test_examples_fail_with_the_bugs_they_describe(name):
 def test_section_corruption_must_be_rejected_naming_its_key_group():
     """restore-equivalence fails a reader that rejects a section-corrupted file without naming the
     section (here: a correct reader whose message names no key group), and one that restores it."""
-    from streamproof.impl import snapshot_format
+    from streamproof.impl.timers import snapshot_format
     from streamproof.properties.timers.bugzoo import patched
 
     scenario = load_scenario_file(REPO / "examples" / "snapshots" / "section-corrupted.json")

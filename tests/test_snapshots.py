@@ -1,4 +1,4 @@
-"""Copy-on-write timer snapshots (impl/snapshots.py): point-in-time contents, the seed's
+"""Copy-on-write timer snapshots (impl/timers/snapshots.py): point-in-time contents, the seed's
 counterexample, deferred deletion and compaction, nothing left behind, background threads,
 restore and rescaling."""
 
@@ -7,16 +7,16 @@ import threading
 
 import pytest
 
-from streamproof.impl.keygroups import (
+from streamproof.impl.state.key_groups import (
     Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from streamproof.impl.snapshot_format import SnapshotFormatError, decode_snapshot
-from streamproof.impl.snapshots import BASE_VERSION, restore_from_snapshots, start_snapshot, versions_of
-from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import (
-    InternalTimer, InternalTimersSnapshot, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService,
-)
+from streamproof.impl.timers.snapshot_format import SnapshotFormatError, decode_snapshot
+from streamproof.impl.timers.snapshots import BASE_VERSION, restore_from_snapshots, start_snapshot, versions_of
+from streamproof.impl.timers.termination import TimerTerminationAction
+from streamproof.impl.timers.internal_timer_service import InternalTimer, InternalTimersSnapshot, KeyContext
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 from tests.recorders import Fired
 
@@ -266,7 +266,7 @@ def test_background_threads_write_the_timers_of_their_start(concurrent):
 
 
 def test_lock_lets_readers_share_and_excludes_the_writer():
-    from streamproof.impl.snapshots import ReadWriteLock
+    from streamproof.impl.timers.snapshots import ReadWriteLock
     lock = ReadWriteLock()
     lock.acquire_read()
     lock.acquire_read()  # a second reader does not wait

@@ -203,7 +203,7 @@ def test_the_reproduce_command_reruns_the_seed(bug_rows):
 
 
 def test_a_slow_seed_is_a_timeout_verdict_and_leaves_no_patch_behind():
-    from streamproof.impl.timers import InternalTimerService
+    from streamproof.impl.timers.internal_timer_service import InternalTimerService
 
     before = dict(vars(InternalTimerService))
     # the timer bug applied around a mailbox seed: it never fails, so it runs into the timeout

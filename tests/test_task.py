@@ -2,12 +2,13 @@
 
 from types import SimpleNamespace
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
-from streamproof.impl.operators import KeyedProcessFunction, StreamRecord
-from streamproof.impl.sink import ExternalSystem
-from streamproof.impl.task import EndOfData, MailboxWatermarkProcessor, OperatorTask, TaskConfig, Watermark
-from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.tasks.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
+from streamproof.impl.tasks.stream_task import EndOfData, MailboxWatermarkProcessor, OperatorTask, TaskConfig, Watermark
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 
 class NoOpTimeServiceManager:
@@ -142,7 +143,7 @@ def test_deferred_continuation_runs_before_end_of_data_and_finish():
 
 
 def test_interruptible_timers_need_the_config_key_and_the_operator_opt_in():
-    from streamproof.impl.task import INTERRUPTIBLE_TIMERS_KEY
+    from streamproof.impl.tasks.task_state import INTERRUPTIBLE_TIMERS_KEY
 
     class OptedOut(MultipleTimersAtTheSameTimestamp):
         interruptible_timers = False

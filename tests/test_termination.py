@@ -1,15 +1,17 @@
-"""FLIP-269 termination actions on the timer service (impl/timers.py): per-timer actions, the
+"""FLIP-269 termination actions on the timer service (impl/timers/internal_timer_service.py): per-timer actions, the
 per-service override, actions in snapshots (format 2) and on restore (format 1 gives CANCEL)."""
 
 import random
 
 import pytest
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.snapshot_format import decode_snapshot
-from streamproof.impl.snapshots import restore_from_snapshots
-from streamproof.impl.termination import TimerTerminationAction as A
-from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.timers.snapshot_format import decode_snapshot
+from streamproof.impl.timers.snapshots import restore_from_snapshots
+from streamproof.impl.timers.termination import TimerTerminationAction as A
+from streamproof.impl.timers.internal_timer_service import InternalTimer, KeyContext
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 from tests.recorders import Fired
 
@@ -279,10 +281,10 @@ def test_flush_matches_the_reference_on_random_cases(seed):
 
 
 # -- the task: flush at end of input with drain, before finish() ---------------------------------
-from streamproof.impl.operators import KeyedProcessFunction, StreamRecord  # noqa: E402
-from streamproof.impl.sink import ExternalSystem  # noqa: E402
-from streamproof.impl.task import EndOfData, OperatorTask, TaskConfig, Watermark  # noqa: E402
-from streamproof.impl.timers import TimerFiringBudgetExceeded  # noqa: E402
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord  # noqa: E402
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem  # noqa: E402
+from streamproof.impl.tasks.stream_task import EndOfData, OperatorTask, TaskConfig, Watermark  # noqa: E402
+from streamproof.impl.timers.internal_timer_service import TimerFiringBudgetExceeded  # noqa: E402
 
 
 class ProcessingTimers(KeyedProcessFunction):
@@ -451,7 +453,7 @@ def test_flush_fires_timers_already_due_as_usual_whatever_their_action():
 
 
 def test_operator_level_service_flushes_by_action_and_drops_after_quiesce():
-    from streamproof.impl.operator_timers import OperatorProcessingTimeService
+    from streamproof.impl.timers.operator_timers import OperatorProcessingTimeService
 
     clock = ManualProcessingTimeService(start=5)
     override = [None]

@@ -7,16 +7,16 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streamproof.impl.job import Job, JobSpec
-from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.queues import KeyGroupedPriorityQueueSet
-from streamproof.impl.sim import Fault, simulate
-from streamproof.impl.snapshots import restore_from_snapshots
-from streamproof.impl.task import TaskConfig, Watermark
-from streamproof.impl.timers import (
-    TIE_ORDERS, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TieOrderedQueueSet,
-)
+from streamproof.impl.graph.job import Job, JobSpec
+from streamproof.impl.state.key_groups import KeyGroupRange, assign_to_key_group
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet
+from streamproof.impl.graph.sim import Fault, simulate
+from streamproof.impl.timers.snapshots import restore_from_snapshots
+from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
+from streamproof.impl.timers.internal_timer_service import TIE_ORDERS, KeyContext, TieOrderedQueueSet
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.properties.job.functions import TimerChain, WindowSum
 
 MP = 128

@@ -3,12 +3,11 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from streamproof.impl.keygroups import KeyGroupRange, assign_to_key_group
-from streamproof.impl.queues import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
-from streamproof.impl.timers import (
-    InternalTimeServiceManager, InternalTimersSnapshot, InternalTimer, KeyContext, ManualProcessingTimeService,
-    NoCurrentKeyError, TimerFiringBudgetExceeded,
-)
+from streamproof.impl.state.key_groups import KeyGroupRange, assign_to_key_group
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import InternalTimersSnapshot, InternalTimer, KeyContext, NoCurrentKeyError, TimerFiringBudgetExceeded
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 
 class Recorder:

@@ -9,7 +9,7 @@ import pytest
 
 from streamproof import testing
 from streamproof.flink.capture import capture
-from streamproof.impl.graph import Edge, GraphError, JobGraph, OperatorNode, graph_from_json, graph_to_json
+from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode, graph_from_json, graph_to_json
 from streamproof.properties.certify_job_report import certify as certify_job
 
 HEADER = '''

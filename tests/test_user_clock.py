@@ -1,5 +1,5 @@
 """User code reads the simulated clock: ``time.sleep`` in a callback never sleeps, ``time.time()``,
-``time.monotonic()``, ``datetime.now()``... are the operator's processing time (impl/user_clock.py,
+``time.monotonic()``, ``datetime.now()``... are the operator's processing time (impl/operators/user_clock.py,
 docs/decisions.md "Wall-clock calls in user code")."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import types
 import pytest
 
 from streamproof.flink import adapt
-from streamproof.impl import operators as impl
-from streamproof.impl import user_clock
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl.operators import user_clock
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.properties.certify import certify
 
 OPS = "tests.certify_clock_ops"
@@ -97,7 +97,7 @@ def test_only_the_user_modules_are_substituted(user_module):
     class Spy(user_module.Clocked):  # defined here: this module is a user module too
         def process_element(self, value, ctx):
             real = sys.modules["time"]
-            seen.append((sys.modules["streamproof.impl.operators"].time is real, real.time.__module__,
+            seen.append((sys.modules["streamproof.impl.operators.keyed_process_operator"].time is real, real.time.__module__,
                          time is real, user_module.time is real, user_clock.simulated_now_ms()))
             yield from ()
 
@@ -134,7 +134,7 @@ def test_outside_callbacks_the_substitutes_are_the_real_clock():
 
 def test_an_operator_module_without_clock_calls_costs_nothing():
     plain = types.ModuleType("streamproof_test_plain_user_module")
-    exec("from streamproof.impl.operators import KeyedProcessFunction\n"
+    exec("from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction\n"
          "class Plain(KeyedProcessFunction):\n    pass\n", plain.__dict__)
     sys.modules[plain.__name__] = plain
     try:

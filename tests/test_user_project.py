@@ -80,7 +80,7 @@ def project(tmp_path_factory) -> Path:
     (root / "model" / "orders.py").write_text("def total(xs):\n    return sum(xs)\n")
     shutil.copy(SCENARIO, root / "scenario.json")
     (root / "myops.py").write_text(textwrap.dedent('''
-        from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor
+        from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor
         from model.orders import total   # the project's own model package
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproof.impl.coordinator import (
+from streamproof.impl.coordination import (
     PROTOCOLS, AcknowledgeCheckpointEvent, CompletableFuture, IllegalStateException, MainThreadExecutor,
     OperatorEventValve, RequestSplitEvent, SplitAssigningSourceCoordinator, ValveHarness, create_holder, wait_for_all,
 )
@@ -193,7 +193,7 @@ def test_split_assigning_coordinator_reads_every_split_once_across_a_region_fail
     and a region failover; restored from the checkpoint, it reads every split exactly once."""
     executor = MainThreadExecutor()
     trace: list = []
-    from streamproof.impl.coordinator import ScriptedTasks
+    from streamproof.impl.coordination import ScriptedTasks
     tasks = ScriptedTasks(1, trace)
     coordinator = SplitAssigningSourceCoordinator(["s1", "s2", "s3", "s4"])
     holder = create_holder(protocol, coordinator, tasks, 1, executor)

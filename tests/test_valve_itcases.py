@@ -1,4 +1,4 @@
-"""Ports of Flink's coordinator ITCases onto impl/valve_pipeline.py, for each protocol.
+"""Ports of Flink's coordinator ITCases onto impl/coordination/valve_pipeline.py, for each protocol.
 
 * CoordinatorEventsExactlyOnceITCase: two coordinators (200 and 10 events) whose recipients are
   source tasks, a global failure of the job each at a random point: every recipient ends with
@@ -16,8 +16,8 @@ from collections import Counter
 
 import pytest
 
-from streamproof.impl.coordinator import PROTOCOLS
-from streamproof.impl.valve_pipeline import PipelineConfig, ValvePipeline
+from streamproof.impl.coordination import PROTOCOLS
+from streamproof.impl.coordination.valve_pipeline import PipelineConfig, ValvePipeline
 
 SEEDS = range(12)
 

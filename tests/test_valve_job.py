@@ -1,5 +1,5 @@
 """The ``valve_job`` family: coordinator events in a whole job under global and region failovers
-(impl/valve_pipeline.py). streamproof holds; legacy duplicates (FLINK-26029); Flink 2.3 loses an
+(impl/coordination/valve_pipeline.py). streamproof holds; legacy duplicates (FLINK-26029); Flink 2.3 loses an
 in-flight event when the JobManager triggers the next checkpoint before an aborted one's holder
 future completed (finding 4 in docs/valve.md)."""
 

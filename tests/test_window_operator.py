@@ -24,9 +24,10 @@ from streamproof.flink.datastream.window import (
 )
 from streamproof.flink.pipeline import CaptureError, WindowSpec
 from streamproof.flink.window_operator import window_operator
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 MP = 128
 

@@ -9,10 +9,11 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-from streamproof.impl.timers import MAX_WATERMARK, ManualProcessingTimeService
-from streamproof.impl.windows import (
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
+from streamproof.impl.operators.windows import (
     GLOBAL_WINDOW, CoGroupWindowFunction, EndOfStreamTrigger, EventTimeTrigger, GlobalWindows, NeverTrigger,
     OperatorAttributes, OperatorAttributesBuilder, SlidingEventTimeWindows, SumAggregate, TimeWindow,
     TumblingEventTimeWindows, WindowOperator, sorted_co_group, sorted_window_aggregate, tag_left, tag_right,
@@ -318,8 +319,8 @@ def test_sorted_co_group_equals_streaming(lefts, rights, interleave):
 def test_end_of_stream_window_in_a_job_with_a_failover():
     """WindowOperator as a job's keyed function: with and without a failure, the committed output
     is the sorted path's (one sum per key, emitted at the end of input)."""
-    from streamproof.impl.job import JobSpec
-    from streamproof.impl.sim import Fault, simulate
+    from streamproof.impl.graph.job import JobSpec
+    from streamproof.impl.graph.sim import Fault, simulate
     sources = [[StreamRecord(f"k{i % 5}", i, i) for i in range(s, 60, 2)] for s in (0, 1)]
     spec = JobSpec(sources, lambda: WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), SumAggregate()),
                    parallelism=2, checkpoint_interval=5)

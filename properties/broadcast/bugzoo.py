@@ -1,10 +1,10 @@
-"""Known-bug variants of broadcast state restore (impl/chain.py ``broadcast_copy_for``)."""
+"""Known-bug variants of broadcast state restore (impl/tasks/operator_chain.py ``broadcast_copy_for``)."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
-from streamproof.impl import chain
+from streamproof.impl.tasks import operator_chain as chain
 from streamproof.properties.bugzoo import variant
 
 PROPERTY = "broadcast.restore"

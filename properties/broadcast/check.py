@@ -1,6 +1,6 @@
 """The differential check of broadcast state: the runtime's per-subtask stores
-(:class:`streamproof.impl.chain.BroadcastStateStore`) snapshotted and restored by the rule the
-chain task uses (:func:`streamproof.impl.chain.broadcast_copy_for`) against
+(:class:`streamproof.impl.tasks.chained_operators.BroadcastStateStore`) snapshotted and restored by the rule the
+chain task uses (:func:`streamproof.impl.tasks.operator_chain.broadcast_copy_for`) against
 ``model/broadcast_state.py``, step by step.
 
 Invariant ``same-copies``: after every step each subtask's copy is the specification's.
@@ -8,7 +8,8 @@ Invariant ``same-copies``: after every step each subtask's copy is the specifica
 
 from __future__ import annotations
 
-from streamproof.impl import chain
+from streamproof.impl.tasks import operator_chain as chain
+from streamproof.impl.tasks.chained_operators import BroadcastStateStore
 from streamproof.model.broadcast_state import BroadcastStateSpec
 from streamproof.properties.broadcast.steps import Checkpoint, Put, Restore, broadcast_parallelism
 from streamproof.properties.reach import note
@@ -22,7 +23,7 @@ LABELS = {"rescaled-up": "restored at a higher parallelism", "rescaled-down": "r
 
 
 def _stores(parallelism: int) -> list:
-    return [chain.BroadcastStateStore() for _ in range(parallelism)]
+    return [BroadcastStateStore() for _ in range(parallelism)]
 
 
 def check_broadcast(scenario: Scenario) -> Verdict:

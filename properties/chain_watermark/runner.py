@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
-from streamproof.impl.task import MailboxWatermarkProcessor
-from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.tasks.mailbox import MIN_PRIORITY, Mail, MailboxExecutor, MailOptions, TaskMailbox
+from streamproof.impl.tasks.stream_task import MailboxWatermarkProcessor
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.model import chain_watermark as spec
 from streamproof.properties.scenario import key_to_json
 from streamproof.properties.tracecompare import TraceComparison, run_trace

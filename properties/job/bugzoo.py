@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from streamproof.impl import task as task_module
-from streamproof.impl.chain import SinkWriter
-from streamproof.impl.mailbox import MailOptions, TaskMailbox
-from streamproof.impl.sink import TwoPhaseCommitSink
-from streamproof.impl.task import CheckpointBarrier, MailboxWatermarkProcessor, OperatorTask
-from streamproof.impl.timers import InternalTimerService
+from streamproof.impl.tasks import stream_task as task_module
+from streamproof.impl.tasks.chained_operators import SinkWriter
+from streamproof.impl.tasks.mailbox import MailOptions, TaskMailbox
+from streamproof.impl.operators.two_phase_commit_sink import TwoPhaseCommitSink
+from streamproof.impl.tasks.stream_task import CheckpointBarrier, MailboxWatermarkProcessor, OperatorTask
+from streamproof.impl.timers.internal_timer_service import InternalTimerService
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 
@@ -266,7 +266,7 @@ def final_committables_late():
          "about every window of the key, which is what a namespaced timer amounts to.)")
 @contextmanager
 def eos_trigger_fires_early():
-    from streamproof.impl.windows import EndOfStreamTrigger, TriggerResult, WindowOperator
+    from streamproof.impl.operators.windows import EndOfStreamTrigger, TriggerResult, WindowOperator
 
     def on_element(self, element, timestamp, window, ctx):
         ctx.register_event_time_timer(timestamp)  # BUG: a timer at the element's time
@@ -292,7 +292,7 @@ def eos_trigger_fires_early():
          "deployed at once and checkpoints run while it runs.")
 @contextmanager
 def flag_not_propagated():
-    from streamproof.impl.graph import JobGraph
+    from streamproof.impl.graph.job_graph import JobGraph
 
     def blocking_chains(self):
         return {chain.name for chain in self.chains
@@ -307,8 +307,8 @@ def flag_not_propagated():
          "blocking-output vertex runs (Flink declines it with BLOCKING_OUTPUT_EXIST).")
 @contextmanager
 def checkpoint_while_blocking():
-    from streamproof.impl.graph_job import GraphCheckpointCoordinator
-    from streamproof.impl.job import CheckpointCoordinator
+    from streamproof.impl.graph.job_runtime import GraphCheckpointCoordinator
+    from streamproof.impl.graph.checkpoint_coordinator import CheckpointCoordinator
 
     def maybe_trigger(self, now):
         return CheckpointCoordinator.maybe_trigger(self, now)  # BUG: no BLOCKING_OUTPUT_EXIST check
@@ -322,9 +322,9 @@ def checkpoint_while_blocking():
          "feeding it through blocking edges to finish.")
 @contextmanager
 def deployed_early():
-    from streamproof.impl.chain import ChainTask
-    from streamproof.impl.graph_job import GraphSourceTask
-    from streamproof.impl.task import OperatorTask
+    from streamproof.impl.tasks.operator_chain import ChainTask
+    from streamproof.impl.graph.job_runtime import GraphSourceTask
+    from streamproof.impl.tasks.stream_task import OperatorTask
 
     def task_runnable(self):
         return OperatorTask.is_runnable(self)  # BUG: deployed or not
@@ -346,8 +346,7 @@ def deployed_early():
 def sorted_drops_last_key():
     from itertools import groupby
 
-    from streamproof.impl import windows
-
+    from streamproof.impl.operators import windows
     def sorted_window_aggregate(records, aggregate):
         groups = [(key, list(group)) for key, group in groupby(windows.sort_by_key(records), key=windows._key_of)]
         results = []
@@ -367,7 +366,7 @@ def sorted_drops_last_key():
          "windows fire while the second input still sends records of them, which then fire them again.")
 @contextmanager
 def combined_watermark_from_first_input_only():
-    from streamproof.impl.graph_job import GraphJob
+    from streamproof.impl.graph.job_runtime import GraphJob
 
     original = GraphJob._create_task
 
@@ -416,9 +415,10 @@ def _reads_keyed_forward(graph, name: str) -> bool:
          "windows fire with partial sums.")
 @contextmanager
 def forward_keyed_state_by_index():
-    from streamproof.impl.chain import ChainTask, KeyedOperator
-    from streamproof.impl.graph_job import GraphJob
-    from streamproof.impl.snapshots import restore_from_snapshots
+    from streamproof.impl.tasks.operator_chain import ChainTask
+    from streamproof.impl.tasks.chained_operators import KeyedOperator
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.timers.snapshots import restore_from_snapshots
 
     original_job_restore, original_restore = GraphJob._restore, ChainTask.restore_operators
 
@@ -450,8 +450,8 @@ def forward_keyed_state_by_index():
          "first: when every source had ended, the restored tasks end their input without MAX_WATERMARK.")
 @contextmanager
 def finished_source_without_max_watermark():
-    from streamproof.impl.job import Job
-    from streamproof.impl.task import EndOfData
+    from streamproof.impl.graph.job import Job
+    from streamproof.impl.tasks.stream_task import EndOfData
 
     original = Job._end_finished_sources
 
@@ -477,8 +477,8 @@ def finished_source_without_max_watermark():
 def finished_source_channel_state_dropped():
     import dataclasses
 
-    from streamproof.impl.graph_job import GraphJob
-    from streamproof.impl.job import Job
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.graph.job import Job
 
     def without_ended(snapshot, ended_channel) -> object:
         kept = [(c, e) for c, e in snapshot.channel_state if not ended_channel(snapshot, c)]  # BUG

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from streamproof.impl.graph_job import GraphJobSpec
-from streamproof.impl.job import JobSpec
-from streamproof.impl.operators import StreamRecord
+from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.model import job as job_model
-from streamproof.impl.sim import SimulationError, SimulationResult, simulate, simulate_graph
-from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.impl.graph.sim import SimulationError, SimulationResult, simulate, simulate_graph
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 from streamproof.properties.job.steps import _parsed_graph, faults_of, graph_of, job_params, sources_of, task_config
 from streamproof.properties.bugzoo import clears_on_patch
@@ -332,7 +332,7 @@ TIMER_MAIL_STEPS = 3  # a processing-time timer's mail runs within this many of 
 
 
 def _watermark_liveness(run: SimulationResult, expected: Counter | None):
-    from streamproof.impl.chain import LAG_STEPS
+    from streamproof.impl.tasks.chained_operators import LAG_STEPS
     for attempt, label, lag in run.metrics["watermark_lags"]:
         if lag > LAG_STEPS:
             return ("output-watermark-advances",
@@ -350,7 +350,7 @@ def _timer_liveness(run: SimulationResult, expected: Counter | None):
 
 
 def _drain_liveness(run: SimulationResult, expected: Counter | None):
-    from streamproof.impl.timers import MAX_WATERMARK as END
+    from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK as END
     if run.metrics["stranded"]:
         return "nothing-left-behind", f"{run.metrics['stranded']} elements reached a task after its EndOfData"
     drained = any(e[0] == "end_of_data" for _, _, log in run.output_logs for e in log)

@@ -19,9 +19,9 @@ from collections import Counter
 
 from hypothesis import strategies as st
 
-from streamproof.impl import windows
+from streamproof.impl.operators import windows
 from streamproof.model import eos as eos_model
-from streamproof.impl.windows import SumAggregate
+from streamproof.impl.operators.windows import SumAggregate
 from streamproof.properties.job.inputs import _inputs
 from streamproof.properties.job.check import check_job, faulty_run, graph_spec, reference_run
 from streamproof.properties.job.functions import count_and_sum, number

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from streamproof.impl.graph import SecondInput
-from streamproof.impl.operators import KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor
-from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.tasks.stream_elements import SecondInput
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor
+from streamproof.impl.timers.termination import TimerTerminationAction
 from streamproof.model.job import MAX_TIME, saturated, window_end
 
 
@@ -180,7 +180,7 @@ class KeyedIdentity(KeyedProcessFunction):
 def eos_window_sum():
     """Flink's ``GlobalWindows.create_with_end_of_stream_trigger()`` window summing each key's
     values: one ``(key, sum)`` per key at the end of input (FLIP-331 output-only-at-end)."""
-    from streamproof.impl.windows import GlobalWindows, SumAggregate, WindowOperator
+    from streamproof.impl.operators.windows import GlobalWindows, SumAggregate, WindowOperator
     return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), SumAggregate(number))
 
 
@@ -192,14 +192,14 @@ def count_and_sum(key, lefts, rights, out) -> None:
 def eos_co_group():
     """FLIP-331's co_group workload: two inputs tagged by ``tag_left`` / ``tag_right``, grouped per
     key in a global window with the end-of-stream trigger: one ``(key, count_and_sum)`` per key."""
-    from streamproof.impl.windows import CoGroupWindowFunction, GlobalWindows, WindowOperator
+    from streamproof.impl.operators.windows import CoGroupWindowFunction, GlobalWindows, WindowOperator
     return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), CoGroupWindowFunction(count_and_sum),
                           kind="process")
 
 
 def tumbling_window_sum():
     """``TumblingEventTimeWindows.of(10)`` summing values: ``(key, window end, sum)``, as WindowSum."""
-    from streamproof.impl.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
+    from streamproof.impl.operators.windows import SumAggregate, TumblingEventTimeWindows, WindowOperator
     return WindowOperator(TumblingEventTimeWindows.of(10), SumAggregate(number))
 
 

@@ -3,7 +3,7 @@
 Steps are data: ``record`` and ``watermark`` append to a source's input in order; ``fail``,
 ``fail_in_interrupted_firing`` and ``rescale`` schedule faults. ``params`` holds the job's
 settings (see :data:`DEFAULT_PARAMS`); the interleaving of tasks comes from ``params.seed``.
-``params.graph`` describes a job graph (:func:`streamproof.impl.graph.graph_from_json`); without
+``params.graph`` describes a job graph (:func:`streamproof.impl.graph.job_graph.graph_from_json`); without
 it the job is the one-stage graph source --keyBy--> ``params.operator`` -> sink.
 """
 
@@ -13,12 +13,12 @@ import json
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from streamproof.impl.graph import GraphError, JobGraph, graph_from_json, one_stage_graph
-from streamproof.impl.job import PeriodicWatermark
-from streamproof.impl.keygroups import CompositeKey
-from streamproof.impl.operators import StreamRecord
-from streamproof.impl.sim import Fault
-from streamproof.impl.task import ProcessingTimeAdvance, TaskConfig, Watermark
+from streamproof.impl.graph.job_graph import GraphError, JobGraph, graph_from_json, one_stage_graph
+from streamproof.impl.graph.job import PeriodicWatermark
+from streamproof.impl.state.key_groups import CompositeKey
+from streamproof.impl.operators.keyed_process_operator import StreamRecord
+from streamproof.impl.graph.sim import Fault
+from streamproof.impl.tasks.stream_task import ProcessingTimeAdvance, TaskConfig, Watermark
 from streamproof.properties.job.values import decode
 from streamproof.properties.scenario import (
     BOOL, INT64, JSON, KEY, STR, IntKind, Scenario, Step, TOP, arg, register_family, step, step_error,

@@ -587,7 +587,7 @@ def _restores_fired_effects(low: int | None, high: int):
 def find_schedule(scenario: dict, variant: str | None, realized=None) -> dict:
     """``scenario`` with the first ``(checkpoint_interval, seed)`` of :data:`CHECKPOINT_INTERVALS`
     × ``0 .. SEEDS - 1`` (intervals outer, seeds from 0) that reproduces the trace: with
-    ``realized`` (a predicate on a :class:`~streamproof.impl.sim.SimulationResult`), the first
+    ``realized`` (a predicate on a :class:`~streamproof.impl.graph.sim.SimulationResult`), the first
     whose run on the correct implementation satisfies it; without, the first where the scenario's
     property fails under the variant's bug-zoo patch and holds on the correct implementation.
     Deterministic; at most ``4 · SEEDS`` candidates (a few ms each; the lifecycle variants' are

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from streamproof.impl.mailbox import Mail, MailboxClosedError, MailboxExecutor, MailboxState, TaskMailbox
+from streamproof.impl.tasks.mailbox import Mail, MailboxClosedError, MailboxExecutor, MailboxState, TaskMailbox
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from streamproof.impl.mailbox import (
+from streamproof.impl.tasks.mailbox import (
     InterruptPolicy, Mail, MailboxClosedError, MailboxExecutor, MailboxStateError, MailOptions, TaskMailbox,
 )
 from streamproof.model import mailbox as spec
@@ -35,7 +35,7 @@ def _flink_name(e: MailboxStateError) -> str:
 
 # -- implementation ------------------------------------------------------------------------
 class ImplMailboxRun:
-    """Drives ``streamproof.impl.mailbox`` through the steps of a mailbox scenario."""
+    """Drives ``streamproof.impl.tasks.mailbox`` through the steps of a mailbox scenario."""
 
     def __init__(self, policy: str = "any_mail"):
         self.policy = InterruptPolicy(policy)

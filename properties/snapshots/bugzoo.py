@@ -10,9 +10,9 @@ import struct
 import zlib
 from contextlib import contextmanager
 
-import streamproof.impl.snapshot_format as snapshot_format
-from streamproof.impl.snapshots import BASE_VERSION, SnapshotVersions, VersionedTimerQueue
-from streamproof.impl.termination import TimerTerminationAction
+import streamproof.impl.timers.snapshot_format as snapshot_format
+from streamproof.impl.timers.snapshots import BASE_VERSION, SnapshotVersions, VersionedTimerQueue
+from streamproof.impl.timers.termination import TimerTerminationAction
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 

@@ -1,4 +1,4 @@
-"""The differential check of copy-on-write timer snapshots: ``streamproof.impl.snapshots`` against
+"""The differential check of copy-on-write timer snapshots: ``streamproof.impl.timers.snapshots`` against
 ``model/snapshot.py``, step by step, on ``snapshots`` scenarios.
 
 Invariants (each property checks its own, see :data:`INVARIANTS`):
@@ -25,15 +25,17 @@ import zlib
 from collections import Counter
 from typing import Iterable
 
-from streamproof.impl.keygroups import (
+from streamproof.impl.state.key_groups import (
     KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from streamproof.impl.keygroups import Int32
-from streamproof.impl.snapshot_format import END, SECTION, SnapshotFormatError, decode_snapshot
-from streamproof.impl.snapshots import restore_from_snapshots, versions_of
-from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.state.key_groups import Int32
+from streamproof.impl.timers.snapshot_format import END, SECTION, SnapshotFormatError, decode_snapshot
+from streamproof.impl.timers.snapshots import restore_from_snapshots, versions_of
+from streamproof.impl.timers.termination import TimerTerminationAction
+from streamproof.impl.timers.internal_timer_service import InternalTimer, KeyContext
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.model import snapshot as spec
 from streamproof.properties.timers.runner import DEFAULT_SERVICE, _model_key, encode_key
 from streamproof.properties.verdict import Verdict, Violation
@@ -131,7 +133,7 @@ class _Recorder:
 
 
 class ImplSnapshotsRun:
-    """Drives ``streamproof.impl.snapshots`` through a ``snapshots`` scenario."""
+    """Drives ``streamproof.impl.timers.snapshots`` through a ``snapshots`` scenario."""
 
     def __init__(self) -> None:
         self.max_parallelism = 1

@@ -23,13 +23,15 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from streamproof.impl.keygroups import Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index
-from streamproof.impl.snapshot_format import (
+from streamproof.impl.state.key_groups import Int32, KeyGroupRange, assign_to_key_group, compute_key_group_range_for_operator_index
+from streamproof.impl.timers.snapshot_format import (
     MAGIC, SECTION, KeyGroupTimers, SnapshotFormatError, TimerSnapshotContents, decode_snapshot, encode_snapshot,
 )
-from streamproof.impl.snapshots import restore_from_snapshots
-from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import InternalTimer, InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+from streamproof.impl.timers.snapshots import restore_from_snapshots
+from streamproof.impl.timers.termination import TimerTerminationAction
+from streamproof.impl.timers.internal_timer_service import InternalTimer, KeyContext
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 MUTATIONS = (
     "truncate", "bit_flip", "byte_set", "insert", "delete", "duplicate", "swap", "foreign_magic",

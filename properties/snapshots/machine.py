@@ -16,7 +16,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, precondition, rule
 
-from streamproof.impl.keygroups import Int32
+from streamproof.impl.state.key_groups import Int32
 from streamproof.properties import scenario as sc
 from streamproof.properties.timers import steps as timer_steps
 from streamproof.properties.snapshots import steps as ss

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from streamproof.impl.keygroups import compute_key_group_range_for_operator_index
+from streamproof.impl.state.key_groups import compute_key_group_range_for_operator_index
 from streamproof.properties.scenario import (
     INT32_MAX, INT64_MAX, STR, IntKind, Loc, Scenario, ScenarioError, Step, UPPER_BOUND_MAX_PARALLELISM, arg, register_family, step, step_error,
 )

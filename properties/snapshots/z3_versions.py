@@ -314,7 +314,7 @@ NAMESPACE, TIMESTAMP = "w", 10
 def timer_keys(size: int) -> list[str]:
     """Timer ``t`` of the model is event-time timer ``key@10`` in namespace ``w`` of a key in key group
     ``t`` (max parallelism ``size``): the asynchronous part serializes timer ``t`` at its ``t``-th step."""
-    from streamproof.impl.keygroups import assign_to_key_group
+    from streamproof.impl.state.key_groups import assign_to_key_group
 
     keys, n = {}, 0
     while len(keys) < size:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from streamproof.impl.task import OperatorTask
-from streamproof.impl.timers import MAX_WATERMARK, InternalTimerService
+from streamproof.impl.tasks.stream_task import OperatorTask
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, InternalTimerService
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 
@@ -89,7 +89,7 @@ def wait_fires_early():
          "an operator set to CANCEL still fires its TRIGGER timers at end of input.")
 @contextmanager
 def override_ignored():
-    from streamproof.impl.termination import TimerTerminationAction
+    from streamproof.impl.timers.termination import TimerTerminationAction
 
     def action_of(self, timer):
         return self.termination_actions.get(timer, TimerTerminationAction.CANCEL)  # BUG: no override
@@ -103,8 +103,8 @@ def override_ignored():
          "CANCEL: timers the old runtime would have dropped fire at end of input.")
 @contextmanager
 def format_1_restore_keeps_trigger():
-    from streamproof.impl import snapshot_format
-    from streamproof.impl.termination import TimerTerminationAction
+    from streamproof.impl.timers import snapshot_format
+    from streamproof.impl.timers.termination import TimerTerminationAction
 
     with patched(snapshot_format, FORMAT_1_ACTION=TimerTerminationAction.TRIGGER):  # BUG
         yield
@@ -115,7 +115,7 @@ def format_1_restore_keeps_trigger():
          "of input produces output (the z3 flush model's cancel-fires variant).")
 @contextmanager
 def flush_fires_cancel_timers():
-    from streamproof.impl.termination import TimerTerminationAction
+    from streamproof.impl.timers.termination import TimerTerminationAction
     original = InternalTimerService.termination_action_of
 
     def action_of(self, timer):
@@ -169,7 +169,7 @@ def wait_reads_its_own_time():
          "their own action at end of input.")
 @contextmanager
 def override_applies_only_to_later_timers():
-    from streamproof.impl.termination import TimerTerminationAction
+    from streamproof.impl.timers.termination import TimerTerminationAction
     set_override = InternalTimerService.set_timer_termination_action
     register = InternalTimerService.register_processing_time_timer
 

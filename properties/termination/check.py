@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache, partial
 
-from streamproof.impl.job import JobSpec
-from streamproof.impl.sim import SimulationError, SimulationResult, simulate
-from streamproof.impl.task import TaskConfig
-from streamproof.impl.termination import TimerTerminationAction
-from streamproof.impl.timers import MAX_WATERMARK, TimerFiringBudgetExceeded
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.graph.sim import SimulationError, SimulationResult, simulate
+from streamproof.impl.tasks.stream_task import TaskConfig
+from streamproof.impl.timers.termination import TimerTerminationAction
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, TimerFiringBudgetExceeded
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario

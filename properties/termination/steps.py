@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from streamproof.impl.operators import KeyedProcessFunction, MapStateDescriptor, StreamRecord
-from streamproof.impl.termination import TimerTerminationAction
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor, StreamRecord
+from streamproof.impl.timers.termination import TimerTerminationAction
 from streamproof.properties.job.steps import DEFAULT_PARAMS as JOB_PARAMS
 from streamproof.properties.job.steps import SOURCE, Fail, FailInInterruptedFiring, Rescale, check_job_settings, faults_of
 from streamproof.properties.scenario import (

@@ -206,9 +206,11 @@ def replay_on_impl(trace: list) -> tuple[set, set]:
     """Runs a counterexample whose registrations all come before ``start_flush`` on the
     implementation (one ``InternalTimerService``, a clock before every timestamp, so nothing is
     due): returns (the TRIGGER / WAIT timers registered, the timers fired), as ``(slot, ts)``."""
-    from streamproof.impl.keygroups import KeyGroupRange
-    from streamproof.impl.termination import TimerTerminationAction
-    from streamproof.impl.timers import InternalTimeServiceManager, KeyContext, ManualProcessingTimeService
+    from streamproof.impl.state.key_groups import KeyGroupRange
+    from streamproof.impl.timers.termination import TimerTerminationAction
+    from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+    from streamproof.impl.timers.internal_timer_service import KeyContext
+    from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
     class Fired:
         def __init__(self):

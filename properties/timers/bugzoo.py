@@ -6,9 +6,10 @@ import heapq
 from contextlib import contextmanager
 from itertools import count
 
-import streamproof.impl.timers as timers
-from streamproof.impl.queues import KeyGroupedPriorityQueueSet
-from streamproof.impl.timers import InternalTimeServiceManager, InternalTimerService
+import streamproof.impl.timers.internal_timer_service as timers
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import InternalTimerService
 from streamproof.properties.bugzoo import variant
 
 PROPERTY = "timers.differential"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from streamproof.impl.keygroups import assign_to_key_group
-from streamproof.impl.timers import MAX_WATERMARK
+from streamproof.impl.state.key_groups import assign_to_key_group
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.model import timers as spec
 from streamproof.properties.timers.runner import DEFAULT_BUDGET, ImplTimersRun, ModelTimersRun, _model_key
 from streamproof.properties.verdict import Verdict, Violation

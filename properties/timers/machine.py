@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from streamproof.impl.keygroups import Int32, compute_key_group_range_for_operator_index
+from streamproof.impl.state.key_groups import Int32, compute_key_group_range_for_operator_index
 from streamproof.properties import scenario as sc
 from streamproof.properties.timers import steps as timer_steps
 from streamproof.properties.reach import note

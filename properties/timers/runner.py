@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from streamproof.impl.keygroups import Int32, KeyGroupRange
-from streamproof.impl.queues import KeyGroupOutOfRangeError
-from streamproof.impl.timers import (
-    InternalTimeServiceManager, KeyContext, ManualProcessingTimeService, TimerFiringBudgetExceeded,
-)
+from streamproof.impl.state.key_groups import Int32, KeyGroupRange
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupOutOfRangeError
+from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
+from streamproof.impl.timers.internal_timer_service import KeyContext, TimerFiringBudgetExceeded
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.model import timers as spec
 from streamproof.properties.tracecompare import TraceComparison, run_trace
 
@@ -98,7 +98,7 @@ class _Target:
 
 
 class ImplTimersRun:
-    """Drives ``streamproof.impl.timers`` through the steps of a timers scenario."""
+    """Drives ``streamproof.impl.timers.internal_timer_service`` through the steps of a timers scenario."""
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget

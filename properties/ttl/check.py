@@ -23,9 +23,9 @@ from streamproof.flink.datastream.state import (
     ValueStateDescriptor,
 )
 from streamproof.flink.state_ttl import TtlValue
-from streamproof.impl.keygroups import KeyGroupRange
-from streamproof.impl.operators import KeyedProcessOperator, StreamRecord
-from streamproof.impl.timers import ManualProcessingTimeService
+from streamproof.impl.state.key_groups import KeyGroupRange
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.model import state_ttl as spec
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import Scenario

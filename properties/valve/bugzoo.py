@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from streamproof.impl.coordinator import (
+from streamproof.impl.coordination import (
     FlinkException, OperatorCoordinatorHolder, StreamproofOperatorCoordinatorHolder, StreamproofSubtaskGateway,
     SubtaskGatewayImpl, _call_send_action, wait_for_all,
 )

@@ -1,4 +1,4 @@
-"""The ``valve_job`` scenario family: coordinator events in a whole job (impl/valve_pipeline.py).
+"""The ``valve_job`` scenario family: coordinator events in a whole job (impl/coordination/valve_pipeline.py).
 
 ``params`` holds the job (:data:`DEFAULT_PARAMS`): the valve ``protocol``, the ``recipient`` kind
 (``operator``: source -> network -> operator, the barrier races the events; ``source``: the
@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
-from streamproof.impl.coordinator import PROTOCOLS
-from streamproof.impl.valve_pipeline import PipelineConfig, ValvePipeline
+from streamproof.impl.coordination import PROTOCOLS
+from streamproof.impl.coordination.valve_pipeline import PipelineConfig, ValvePipeline
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import TOP, IntKind, Scenario, Step, arg, register_family, step, step_error
 from streamproof.properties.verdict import Verdict

@@ -32,7 +32,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from streamproof.impl.coordinator import PROTOCOLS
+from streamproof.impl.coordination import PROTOCOLS
 from streamproof.properties import scenario as sc
 from streamproof.properties.valve import steps as vs
 from streamproof.properties.reach import note

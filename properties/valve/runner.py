@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from streamproof.impl.coordinator import PROTOCOLS, ValveHarness
+from streamproof.impl.coordination import PROTOCOLS, ValveHarness
 from streamproof.model import valve as spec
 from streamproof.properties.scenario import TOP
 from streamproof.properties.tracecompare import TraceComparison, run_trace
@@ -38,7 +38,7 @@ def fields_of(step) -> tuple[str, dict]:
 
 # -- implementation ------------------------------------------------------------------------
 class ImplValveRun:
-    """Drives :class:`streamproof.impl.coordinator.ValveHarness` through the steps of a valve scenario."""
+    """Drives :class:`streamproof.impl.coordination.ValveHarness` through the steps of a valve scenario."""
 
     def __init__(self, protocol: str = DEFAULT_PROTOCOL):
         self.protocol = protocol

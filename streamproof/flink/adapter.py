@@ -1,6 +1,6 @@
 """Runs PyFlink-style operators on streamproof's runtime.
 
-:func:`adapt` turns an operator instance into an :class:`streamproof.impl.operators.KeyedProcessFunction`:
+:func:`adapt` turns an operator instance into an :class:`streamproof.impl.operators.keyed_process_operator.KeyedProcessFunction`:
 an impl-style function is returned unchanged; a PyFlink-style ``KeyedProcessFunction`` (a subclass
 of :class:`streamproof.flink.datastream.KeyedProcessFunction`, or of a genuine
 ``pyflink.datastream.KeyedProcessFunction`` when apache-flink is installed) is wrapped in a
@@ -28,8 +28,7 @@ from streamproof.flink.datastream.time_domain import TimeDomain
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.flink.metrics import MetricGroup
 from streamproof.flink.state_ttl import TtlConfig, ttl_state
-from streamproof.impl import operators as impl
-
+from streamproof.impl.operators import keyed_process_operator as impl
 __all__ = ["PyFlinkFunctionAdapter", "adapt", "adapt_class", "refusal_reason", "is_pyflink_style"]
 
 _ATOMS = (int, float, str, bool, bytes, type(None))
@@ -454,7 +453,7 @@ class _AggregatingState(_Handle, st.AggregatingState):
 
 # -- the adapter ---------------------------------------------------------------------------------
 class PyFlinkFunctionAdapter(impl.KeyedProcessFunction):
-    """An impl-style :class:`streamproof.impl.operators.KeyedProcessFunction` running a PyFlink-style
+    """An impl-style :class:`streamproof.impl.operators.keyed_process_operator.KeyedProcessFunction` running a PyFlink-style
     one: ``open(runtime_context)``, ``process_element(value, ctx)`` and ``on_timer(timestamp, ctx)``
     whose yielded values are the output and ``(OutputTag, value)`` pairs the side outputs (as
     PyFlink's ``has_side_output``: only when some ``get_side_output`` reads the operator; else
@@ -531,7 +530,7 @@ def adapt(obj: Any, job_parameters: dict | None = None) -> impl.KeyedProcessFunc
 
 
 def adapt_class(cls: type) -> type:
-    """An impl-style :class:`~streamproof.impl.operators.KeyedProcessFunction` subclass whose
+    """An impl-style :class:`~streamproof.impl.operators.keyed_process_operator.KeyedProcessFunction` subclass whose
     instances (built without arguments) run a new ``cls()``; an impl-style class is returned as is."""
     if isinstance(cls, type) and issubclass(cls, impl.KeyedProcessFunction):
         return cls

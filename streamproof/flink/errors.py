@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamproof.impl.operators import CallbackLimitExceeded, UserCodeError
+from streamproof.impl.operators.keyed_process_operator import CallbackLimitExceeded, UserCodeError
 
 
 class UnsupportedFeature(Exception):

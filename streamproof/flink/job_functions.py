@@ -4,7 +4,7 @@ copy of the function object (PyFlink pickles the function to every subtask).
 - keyed (``key_by`` before it): ``map``/``flat_map``/``filter``/``reduce``/rolling aggregations and
   ``process`` with a ``KeyedProcessFunction`` run as keyed process functions (keyed state, timers);
 - non-keyed: ``map``/``flat_map``/``filter`` and ``process`` with a ``ProcessFunction`` run as
-  :class:`streamproof.impl.chain.ProcessOperator` functions (no keyed state: PyFlink raises);
+  :class:`streamproof.impl.tasks.operator_chain.ProcessOperator` functions (no keyed state: PyFlink raises);
 - source-chained stateless functions: ``value -> list of values``.
 """
 
@@ -19,8 +19,8 @@ import streamproof.flink.adapter as adapter
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.datastream import state as st
 from streamproof.flink.errors import UnsupportedFeature
-from streamproof.impl.graph import SecondInput
-from streamproof.impl.timers import MIN_WATERMARK
+from streamproof.impl.tasks.stream_elements import SecondInput
+from streamproof.impl.timers.internal_timer_service import MIN_WATERMARK
 
 KEYED_KINDS = ("map", "flat_map", "filter", "reduce", "process")
 
@@ -166,7 +166,7 @@ class _NonKeyedRuntimeContext(fn.RuntimeContext):
 
 class NonKeyed:
     """A map/flat_map/filter or ``ProcessFunction`` on a non-keyed stream, as a
-    :class:`~streamproof.impl.chain.ProcessOperator` function."""
+    :class:`~streamproof.impl.tasks.operator_chain.ProcessOperator` function."""
 
     side_outputs = True  # False: no get_side_output reads this operator, so PyFlink emits (tag, value) as a value
 
@@ -199,7 +199,7 @@ class NonKeyed:
 
 class NonKeyedCo(NonKeyed):
     """A ``CoMapFunction``/``CoFlatMapFunction`` or ``CoProcessFunction`` on non-keyed connected
-    streams: a record of the second input (a :class:`~streamproof.impl.graph.SecondInput`) goes to
+    streams: a record of the second input (a :class:`~streamproof.impl.graph.job_graph.SecondInput`) goes to
     ``map2``/``flat_map2``/``process_element2``, any other to the first input's method."""
 
     def __init__(self, kind: str, function: Any, name: str):
@@ -275,7 +275,7 @@ class KeyedCoFunction(fn.KeyedProcessFunction):
     """A function of keyed connected streams (``KeyedCoProcessFunction``, or a ``CoMapFunction`` /
     ``CoFlatMapFunction`` whose rich function may use keyed state) as one keyed function: one
     timer service and one keyed state for both inputs, as Flink's ``KeyedCoProcessOperator``; a
-    second-input record (:class:`~streamproof.impl.graph.SecondInput`) goes to the second method."""
+    second-input record (:class:`~streamproof.impl.graph.job_graph.SecondInput`) goes to the second method."""
 
     def __init__(self, kind: str, function: Any):
         self.kind, self.function = kind, function
@@ -461,7 +461,7 @@ class _BroadcastState(_ReadOnlyBroadcastState, st.BroadcastState):
 
 class _BroadcastStates:
     """The broadcast states a function declared (``broadcast(descriptor, ...)``) on the subtask's
-    store (:class:`streamproof.impl.chain.BroadcastStateStore`, operator state of the runtime)."""
+    store (:class:`streamproof.impl.tasks.operator_chain.BroadcastStateStore`, operator state of the runtime)."""
 
     def __init__(self, function_name: str, descriptors: list):
         self.function_name = function_name
@@ -545,8 +545,8 @@ class _BroadcastContext(fn.KeyedBroadcastProcessFunction.Context, fn.BroadcastPr
 
 class NonKeyedBroadcast(NonKeyed):
     """A ``BroadcastProcessFunction`` on a non-keyed stream connected with a broadcast stream, as a
-    :class:`streamproof.impl.chain.BroadcastProcessOperator` function: a broadcast-side record (a
-    :class:`~streamproof.impl.graph.SecondInput`) goes to ``process_broadcast_element`` with
+    :class:`streamproof.impl.tasks.operator_chain.BroadcastProcessOperator` function: a broadcast-side record (a
+    :class:`~streamproof.impl.graph.job_graph.SecondInput`) goes to ``process_broadcast_element`` with
     read-write broadcast state, any other to ``process_element`` with a read-only view."""
 
     def __init__(self, function: Any, name: str, descriptors: list):
@@ -576,9 +576,9 @@ class NonKeyedBroadcast(NonKeyed):
 
 class KeyedBroadcastFunction(fn.KeyedProcessFunction):
     """A ``KeyedBroadcastProcessFunction`` as one keyed function (run by
-    :class:`streamproof.impl.chain.KeyedBroadcastOperator`): the keyed input's records go to
+    :class:`streamproof.impl.tasks.operator_chain.KeyedBroadcastOperator`): the keyed input's records go to
     ``process_element`` (keyed state, timers, read-only broadcast state), broadcast-side ones (a
-    :class:`~streamproof.impl.graph.SecondInput`, no key set) to ``process_broadcast_element``
+    :class:`~streamproof.impl.graph.job_graph.SecondInput`, no key set) to ``process_broadcast_element``
     (read-write broadcast state), timers to ``on_timer`` (read-only broadcast state)."""
 
     def __init__(self, function: Any, descriptors: list):

@@ -2,7 +2,7 @@
 Flink's ``WindowOperator`` as PyFlink 2.3 runs it (``pyflink.fn_execution.datastream.window``).
 
 :func:`window_operator` builds a fresh :class:`WindowOperator`, an
-:class:`streamproof.impl.operators.KeyedProcessFunction`. Everything lives in keyed state (so
+:class:`streamproof.impl.operators.keyed_process_operator.KeyedProcessFunction`. Everything lives in keyed state (so
 checkpoints, restores and rescaling carry it), per key:
 
 - ``window-contents``: ``{state window: contents}`` (an element list for process/apply, the
@@ -29,8 +29,7 @@ from streamproof.flink.datastream.window import (
 )
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.flink.pipeline import CaptureError, WindowSpec
-from streamproof.impl import operators as impl
-
+from streamproof.impl.operators import keyed_process_operator as impl
 __all__ = ["window_operator", "WindowOperator"]
 
 CONTENTS, TIMERS, MERGING, SCOPED = "window-contents", "window-timers", "merging-window-set", "window-scoped-state"

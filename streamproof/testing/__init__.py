@@ -72,7 +72,7 @@ def _builder(function: Any, make, what: str):
 def _keyed(instance: Any, what: str = "for_keyed_process_function"):
     from streamproof.flink import adapter
     from streamproof.flink.errors import UnsupportedFeature
-    from streamproof.impl.operators import KeyedProcessFunction
+    from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 
     if isinstance(instance, KeyedProcessFunction):
         return instance
@@ -91,7 +91,7 @@ def for_keyed_process_function(function: Any, key_selector: Any = None, *, key: 
                                processing_time: int = 0, callback_seconds: float | None = None
                                ) -> KeyedOperatorHarness:
     """A harness for a ``KeyedProcessFunction`` (PyFlink's, ``streamproof.flink``'s or
-    ``streamproof.impl.operators``'; a class or an instance) keyed by ``key_selector`` (a function
+    ``streamproof.impl.operators.keyed_process_operator``'; a class or an instance) keyed by ``key_selector`` (a function
     of the record or a ``KeySelector``; ``key=`` is the same). ``timestamp``: the records' event
     time when ``process_element`` gets none (a function of the record or a ``TimestampAssigner``).
     ``parallelism``/``subtask``: which subtask this is (its key groups); ``interruptible_timers``:
@@ -236,7 +236,7 @@ def harness(operator: Any, key_selector: Any = None, **options: Any):
 
 def subtask_for_key(key: Any, parallelism: int, max_parallelism: int = 128) -> int:
     """Which subtask of ``parallelism`` a keyed stream sends ``key`` to (Flink's key groups)."""
-    from streamproof.impl.keygroups import CompositeKey, assign_to_key_group, compute_operator_index_for_key_group
+    from streamproof.impl.state.key_groups import CompositeKey, assign_to_key_group, compute_operator_index_for_key_group
 
     wrapped = key if isinstance(key, (str, int)) and not isinstance(key, bool) else CompositeKey.of(key)
     return compute_operator_index_for_key_group(max_parallelism, parallelism, assign_to_key_group(wrapped, max_parallelism))

@@ -1,9 +1,9 @@
 """The one-input harnesses: a keyed operator (a ``KeyedProcessFunction`` or a window) on the task
 runtime the simulator uses, and a non-keyed ``ProcessFunction``.
 
-A keyed harness drives one :class:`streamproof.impl.task.OperatorTask` (one subtask, one input
+A keyed harness drives one :class:`streamproof.impl.tasks.stream_task.OperatorTask` (one subtask, one input
 channel) the way its mailbox would: a record is the default action, a watermark goes through the
-task's :class:`~streamproof.impl.task.MailboxWatermarkProcessor` (FLIP-443 when the operator uses
+task's :class:`~streamproof.impl.tasks.stream_task.MailboxWatermarkProcessor` (FLIP-443 when the operator uses
 interruptible timers), processing-time timers fire as mail, ``end_input()`` is the task's end of a
 bounded input with drain. Between two calls no mail is left pending, except the continuation of a
 firing the test stopped with ``process_watermark(t, stop_after=k)``: the test then chooses what runs
@@ -16,17 +16,18 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from streamproof.impl.keygroups import (
+from streamproof.impl.state.key_groups import (
     CompositeKey,
     KeyGroupRange,
     assign_to_key_group,
     compute_key_group_range_for_operator_index,
     compute_operator_index_for_key_group,
 )
-from streamproof.impl.operators import OperatorSnapshot, StreamRecord
-from streamproof.impl.sink import ExternalSystem
-from streamproof.impl.task import OperatorTask, TaskConfig
-from streamproof.impl.timers import MAX_WATERMARK, MIN_WATERMARK, ManualProcessingTimeService
+from streamproof.impl.operators.keyed_process_operator import OperatorSnapshot, StreamRecord
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
+from streamproof.impl.tasks.stream_task import OperatorTask, TaskConfig
+from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, MIN_WATERMARK
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.testing.output import HarnessError, Record, Timer, Watermark, assert_output
 
 MAIL_LIMIT = 100_000  # mails one harness call may run (an operator that keeps mailing itself)
@@ -216,14 +217,14 @@ class KeyedOperatorHarness(_Output):
                             _MailboxClock(self._clock, self), ExternalSystem(), config, lambda *_: None)
         self.task = task
         task.watermark_processor.should_interrupt = self._should_interrupt
-        from streamproof.impl.task import TaskSnapshot
+        from streamproof.impl.tasks.stream_task import TaskSnapshot
 
         task.restore([TaskSnapshot(s.subtask, s.key_group_range, s.state, {"pending": {}}) for s in snapshots], [])
         self.opened = False
 
     @property
     def operator(self):
-        """The runtime's operator (:class:`streamproof.impl.operators.KeyedProcessOperator`)."""
+        """The runtime's operator (:class:`streamproof.impl.operators.keyed_process_operator.KeyedProcessOperator`)."""
         return self.task.operator
 
     @property
@@ -604,7 +605,7 @@ class KeyedCoOperatorHarness(KeyedOperatorHarness):
 
     def process_element2(self, value: Any, timestamp: int | None = None) -> "KeyedCoOperatorHarness":
         """A record of the second input, keyed by the second key selector."""
-        from streamproof.impl.graph import SecondInput
+        from streamproof.impl.tasks.stream_elements import SecondInput
 
         self.open()
         self._check_running()

@@ -61,7 +61,7 @@ class JobHarness:
         subtask the record indexes after which it emits; ``fail_after_checkpoints=n``: a task fails
         once ``n`` checkpoints completed and the job restores (exactly-once sinks: the committed
         output must not change)."""
-        from streamproof.impl.sim import Fault
+        from streamproof.impl.graph.sim import Fault
         from streamproof.properties.certify_job_runs import JobScenario, simulate
 
         written = self.subject.source_records

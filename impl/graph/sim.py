@@ -1,0 +1,240 @@
+"""The deterministic scheduler of a job: a pure function of the job spec, the seed and the fault
+schedule. Each step runs one enabled action chosen by a seeded random generator (a source emits
+an element, or a task runs one mailbox step), advances simulated time by one unit, lets the
+coordinator trigger a checkpoint when due, and applies the faults scheduled for that point.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from streamproof.impl.graph.job import Job, JobSpec, TaskBookkeeping
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
+from streamproof.impl.timers.snapshot_format import decode_snapshot
+
+
+class SimulationError(RuntimeError):
+    """The job did not finish: no enabled action (deadlock) or the step budget ran out."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """``kind``: ``fail`` (at step ``at``), ``fail_in_interrupted_firing`` (the ``nth`` time a task is
+    between two parts of an interrupted firing), or ``rescale`` (at step ``at`` to ``parallelism``)."""
+
+    kind: str
+    at: int = 0
+    nth: int = 1
+    subtask: int = 0
+    parallelism: int | None = None
+    after_checkpoint: bool = False  # fail_in_interrupted_firing: only after a checkpoint completed during it
+    operator: str | None = None  # rescale of a job graph: the operator whose chain (and forward group) rescales
+    checkpoints: int = 0  # fail / rescale: not before this many checkpoints completed (in the whole run)
+
+
+@dataclass
+class SimulationResult:
+    committed: list
+    steps: int
+    failovers: int
+    checkpoints: int
+    output_logs: list
+    events: list
+    interrupted_firings_seen: int = 0
+    faults_applied: list = field(default_factory=list)
+    stalled_firings: list = field(default_factory=list)  # (attempt, subtask, interrupted advances without progress)
+    channel_state_records: int = 0  # in-flight records carried by completed unaligned checkpoints
+    final_timers: list = field(default_factory=list)  # timers left in the last completed checkpoint
+    # processing-time timers left in the last completed checkpoint: (key, ts, termination action)
+    final_processing_timers: list = field(default_factory=list)
+    flushes: list = field(default_factory=list)  # (attempt, subtask, FlushRecord) of every end-of-input flush
+    late_records: int = 0  # records that reached an operator at or below its current watermark
+    side_outputs: int = 0  # side outputs emitted (committed through the sink as ("side-output", tag, value))
+    timers_before_end: int = 0  # timers fired (every attempt) before end of input reached a task
+    # per final subtask, the channels of the input its committed state and output consumed, in
+    # order (None when a rescale merged tasks): replayed without faults, it is the run's reference
+    lineage: list | None = None
+    metrics: dict = field(default_factory=dict)  # runtime-specific measurements (job graphs: liveness)
+    # the tasks' own bookkeeping (impl.job.TaskBookkeeping): snapshots and where they were taken,
+    # pending watermark continuations, barriers a yield ran; and counts of what happened inside steps
+    task_log: list = field(default_factory=list)
+    task_counts: dict = field(default_factory=dict)
+    # split firings (FLIP-443), every attempt: records processed between two parts of a firing,
+    # those of a key whose timer was due and not fired yet, those that registered or deleted a timer
+    split_records: int = 0
+    split_due_key_records: int = 0
+    split_timer_changes: int = 0
+    event_timers_fired: int = 0  # event-time timers fired by watermarks, every attempt (MAX_WATERMARK's too)
+    event_timers_before_end: int = 0  # ... by watermarks below MAX_WATERMARK
+    restored_timers: int = 0  # timers restored from checkpoints, every attempt
+    snapshots_with_timers: int = 0  # task snapshots taken while timers were pending, every attempt
+    # per key group, what the final tasks' committed state and output consumed, in order
+    # (OperatorTask.history): each key group's failure-free run
+    histories: dict = field(default_factory=dict)
+
+
+def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
+             external: ExternalSystem | None = None) -> SimulationResult:
+    rng = random.Random(seed)
+    job = Job(spec, external, random.Random(rng.random()))
+    step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
+    return _result(job, step, applied, interrupted_seen)
+
+
+def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: int) -> tuple[int, list, int]:
+    """Runs ``job`` (a :class:`Job` or a job graph) to the end under the fault schedule; returns
+    (steps, faults applied, steps spent inside interrupted firings)."""
+    pending = sorted(faults, key=lambda f: (f.kind != "fail_in_interrupted_firing", f.at))
+    applied: list[Fault] = []
+    interrupted_seen = checkpointed_during_interruption = 0
+    completed_seen = 0
+    step = 0
+    eager = getattr(job.spec, "eager_sources", False)
+    while not job.done:
+        if step >= max_steps:
+            raise SimulationError(f"job did not finish within {max_steps} steps (livelock?)")
+        step += 1
+        job.advance_clock(step)
+        job.coordinator.maybe_trigger(step)
+        completed_now = job.coordinator.completed_count
+        if any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
+            interrupted_seen += 1
+            checkpointed_during_interruption += completed_now > completed_seen
+            due = pending and next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (
+                f.nth <= checkpointed_during_interruption if f.after_checkpoint else f.nth <= interrupted_seen)), None)
+            if due:
+                pending.remove(due)
+                applied.append(due)
+                victim = next(t for t in job.tasks if t.state != t.FAILED and t.firing_interrupted())
+                job.failover(victim.subtask_index, "failure inside an interrupted firing")
+                continue
+        completed_seen = completed_now
+        due = pending and next((f for f in pending if f.kind in ("fail", "rescale") and f.at <= step
+                                and (not f.checkpoints or job.coordinator.completed_count >= f.checkpoints)), None)
+        if due:
+            pending.remove(due)
+            applied.append(due)
+            where = {"operator": due.operator} if due.operator else {}
+            job.failover(due.subtask % len(job.tasks), due.kind, due.parallelism if due.kind == "rescale" else None,
+                         **where)
+            continue
+        actions = [s.emit_next for s in job.sources if s.is_runnable()]
+        if actions and eager:
+            actions[0]()
+            continue
+        actions += [t.run_step for t in job.tasks if t.is_runnable()]
+        if not actions:
+            if job.coordinator.pending or any(t.state == t.FINISHED for t in job.tasks):
+                continue  # waiting for a checkpoint to complete: time passes
+            raise SimulationError(f"deadlock at step {step}: no source or task can run")
+        rng.choice(actions)()
+    return step, applied, interrupted_seen
+
+
+def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
+    stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
+               for t in job.all_tasks if t.watermark_processor.stalled]
+    latest = job.coordinator.latest()
+    final_timers = sorted(
+        ((timer.key, timer.timestamp) for s in latest.task_snapshots
+         for _, _, timer, _ in decode_snapshot(s.operator.timers).entries()), key=repr,
+    ) if latest else []
+    final_processing = sorted(
+        ((timer.key, timer.timestamp, int(action)) for s in latest.task_snapshots
+         for _, domain, timer, action in decode_snapshot(s.operator.timers).entries() if domain == "processing"),
+        key=repr,
+    ) if latest else []
+    flushes = [(t.attempt, t.subtask_index, t.flush) for t in job.all_tasks if t.flush is not None]
+    return SimulationResult(job.external.output(), step, job.failovers, job.coordinator.completed_count,
+                            job.output_logs, job.events, interrupted_seen, applied, stalled,
+                            job.coordinator.channel_state_records, final_timers,
+                            final_processing, flushes, sum(t.late_records for t in job.all_tasks),
+                            sum(t.side_outputs for t in job.all_tasks),
+                            sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
+                            _lineage(job), task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts),
+                            split_records=sum(t.split_records for t in job.all_tasks),
+                            split_due_key_records=sum(t.split_due_key_records for t in job.all_tasks),
+                            split_timer_changes=sum(t.split_timer_changes for t in job.all_tasks),
+                            event_timers_fired=sum(t.watermark_processor.event_timers_fired for t in job.all_tasks),
+                            event_timers_before_end=sum(t.watermark_processor.event_timers_fired_before_end
+                                                        for t in job.all_tasks),
+                            restored_timers=sum(t.restored_timers for t in job.all_tasks),
+                            snapshots_with_timers=sum(t.snapshots_with_timers for t in job.all_tasks),
+                            histories={kg: entries for t in job.tasks for kg, entries in t.history.items()})
+
+
+def _lineage(job: Job) -> list | None:
+    lineages = [t.lineage() for t in job.tasks]
+    return None if any(x is None for x in lineages) else lineages
+
+
+def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
+                   external: ExternalSystem | None = None) -> SimulationResult:
+    """Runs a :class:`~streamproof.impl.graph.job_runtime.GraphJobSpec` under the same scheduler."""
+    rng = random.Random(seed)
+    job = _observed_graph_job()(spec, external, random.Random(rng.random()))
+    step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
+    keyed = [(t, op) for t in job.all_tasks for op in t.operators if hasattr(op, "watermark_processor")]
+    stalled = [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.watermark_processor.stalled)
+               for t, op in keyed if op.watermark_processor.stalled]
+    final = []
+    for task in job.tasks:
+        for op in task.operators:
+            manager = getattr(getattr(op, "operator", None), "time_service_manager", None)
+            due = 0
+            if manager is not None:
+                wm = op.watermark_processor.max_input_watermark
+                due = sum(1 for service in manager.services.values()
+                          for timer in [service.event_time_timers_queue.peek()] if timer is not None and timer[0] <= wm)
+            final.append((f"{op.name}[{task.vertex_subtask}]", op.kind, op.last_watermark, due))
+    metrics = {
+        "watermark_lags": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.max_lag) for t, op in keyed if op.max_lag],
+        "timer_delays": job.timer_mail_delays(),
+        "stranded": sum(t.stranded for t in job.all_tasks)
+        + sum(len(q) for t in job.tasks for q in t.inputs),
+        "final": final,
+        "layout": job.layout(),
+        "trigger_log": list(job.trigger_log),
+        "finish_log": list(job.finish_log),
+        "deploy_log": list(job.deploy_log),
+        "layouts": list(job.layouts),
+        "started": [(t.attempt, t.name, t.vertex_subtask, t.started_at) for t in job.all_tasks],
+        "declined": len(job.declined),
+        # per keyed operator of every attempt: (attempt, label, operator, log, log position at MAX_WATERMARK)
+        "keyed_logs": [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.name, op.log, op.input_ended_at)
+                       for t, op in keyed],
+        "chains": [c.name for c in job.graph.chains],
+        "second_input_records": job.second_input_records,
+    }
+    return SimulationResult(job.external.output(), step, job.failovers, job.coordinator.completed_count,
+                            job.output_logs, job.events, interrupted_seen, applied, stalled,
+                            job.coordinator.channel_state_records, late_records=sum(t.late_records for t in job.all_tasks),
+                            side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics,
+                            task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
+
+
+_OBSERVED_GRAPH_JOB = None
+
+
+def _observed_graph_job():
+    """The job-graph runtime, each task watched by a :class:`TaskBookkeeping` as it is created."""
+    global _OBSERVED_GRAPH_JOB
+    if _OBSERVED_GRAPH_JOB is not None:
+        return _OBSERVED_GRAPH_JOB
+    from streamproof.impl.graph.job_runtime import GraphJob
+
+    class ObservedGraphJob(GraphJob):
+        def __init__(self, *args, **kwargs):
+            self.bookkeeping = TaskBookkeeping()
+            super().__init__(*args, **kwargs)
+
+        def _create_task(self, chain, s: int):
+            task = super()._create_task(chain, s)
+            keyed = [(op.operator, op.executor, op.watermark_processor) for op in task.operators
+                     if hasattr(op, "watermark_processor")]
+            self.bookkeeping.observe(task, f"{task.name}[{s}]", keyed)
+            return task
+
+    _OBSERVED_GRAPH_JOB = ObservedGraphJob
+    return ObservedGraphJob

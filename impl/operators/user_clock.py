@@ -1,0 +1,247 @@
+"""The clock user code sees: the operator's processing time, never the wall clock.
+
+While a user callback runs (:class:`streamproof.impl.operators.keyed_process_operator.KeyedProcessOperator` guards each),
+the names of the ``time`` and ``datetime`` modules in the user's module(s) are the simulated ones:
+
+- ``time.sleep(s)`` returns at once (it never sleeps; the simulated clock does not move: a callback
+  takes no time);
+- ``time.time()``, ``time.monotonic()``, ``time.perf_counter()`` (and their ``_ns`` forms) are the
+  operator's current processing time (``ctx.timer_service().current_processing_time()``) / 1000;
+- ``time.localtime()``, ``time.gmtime()``, ``time.ctime()``, ``time.asctime()``,
+  ``time.strftime(fmt)`` without a time argument read that time;
+- ``datetime.datetime.now(tz)``, ``utcnow()``, ``today()`` and ``datetime.date.today()`` read it too
+  (naive ones in the local time zone, as ``datetime.fromtimestamp(time.time())``).
+
+Only the globals of the modules that define the user's class (and its bases, outside streamproof
+and pyflink) are substituted, for the duration of the callback, then restored: streamproof,
+Hypothesis and everyone else keep the real clock. A module attribute ``time`` (``import time``,
+``import time as t``), a name imported from it (``from time import sleep``, ``from time import time
+as now``), ``import datetime`` and ``from datetime import datetime, date`` are all seen. Not seen: a
+function-local ``import time``, the clock read inside another module the operator calls, and code
+run outside callbacks (``__init__``). ``isinstance(x, datetime)`` keeps working: the substituted
+classes build and recognise real ``datetime`` objects.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import sys
+import time as _time
+import types
+from typing import Any, Callable
+
+__all__ = ["UserClock", "user_clock_for", "simulated_now_ms"]
+
+_active: list[Callable[[], int]] = []  # the processing-time readers of the running callbacks (innermost last)
+
+
+def simulated_now_ms() -> int | None:
+    """The running callback's processing time in ms, or None outside callbacks."""
+    return _active[-1]() if _active else None
+
+
+# -- the simulated time functions ---------------------------------------------------------------
+def _seconds(real: Callable[[], float]) -> Callable[[], float]:
+    def clock() -> float:
+        return _active[-1]() / 1000 if _active else real()
+    clock.__name__ = clock.__qualname__ = real.__name__
+    return clock
+
+
+def _nanoseconds(real: Callable[[], int]) -> Callable[[], int]:
+    def clock() -> int:
+        return _active[-1]() * 1_000_000 if _active else real()
+    clock.__name__ = clock.__qualname__ = real.__name__
+    return clock
+
+
+def sleep(secs: float) -> None:
+    """Returns at once in a callback (never sleeps for real); ValueError for a negative time as ``time.sleep``."""
+    if not _active:
+        return _time.sleep(secs)
+    if secs < 0:
+        raise ValueError("sleep length must be non-negative")
+    return None
+
+
+def _at_now(real: Callable) -> Callable:
+    """``real(secs=None)`` with a missing time meaning the simulated now."""
+    def call(secs=None):
+        if secs is None and _active:
+            secs = _active[-1]() / 1000
+        return real() if secs is None else real(secs)
+    call.__name__ = call.__qualname__ = real.__name__
+    return call
+
+
+def _asctime(t=None):
+    if t is None and _active:
+        t = _time.localtime(_active[-1]() / 1000)
+    return _time.asctime() if t is None else _time.asctime(t)
+
+
+def _strftime(format, t=None):  # noqa: A002 - time.strftime's own parameter name
+    if t is None and _active:
+        t = _time.localtime(_active[-1]() / 1000)
+    return _time.strftime(format) if t is None else _time.strftime(format, t)
+
+
+_TIME_FAKES: dict[str, Any] = {
+    "sleep": sleep,
+    "time": _seconds(_time.time), "monotonic": _seconds(_time.monotonic), "perf_counter": _seconds(_time.perf_counter),
+    "time_ns": _nanoseconds(_time.time_ns), "monotonic_ns": _nanoseconds(_time.monotonic_ns),
+    "perf_counter_ns": _nanoseconds(_time.perf_counter_ns),
+    "localtime": _at_now(_time.localtime), "gmtime": _at_now(_time.gmtime), "ctime": _at_now(_time.ctime),
+    "asctime": _asctime, "strftime": _strftime,
+}
+_asctime.__name__ = "asctime"
+_strftime.__name__ = "strftime"
+
+
+# -- the simulated datetime classes -------------------------------------------------------------
+_real_datetime, _real_date = _datetime.datetime, _datetime.date
+
+
+class _RealClassMeta(type):
+    """The substituted classes build real objects and recognise real ones (``isinstance``)."""
+
+    _real: type
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, cls._real)
+
+    def __call__(cls, *args, **kwargs):
+        return cls._real(*args, **kwargs)
+
+
+_EPOCH = _real_datetime(1970, 1, 1, tzinfo=_datetime.timezone.utc)
+
+
+def _instant() -> _real_datetime:
+    """The running callback's processing time as an aware UTC datetime (exact to the millisecond)."""
+    return _EPOCH + _datetime.timedelta(milliseconds=_active[-1]())
+
+
+class _SimDatetime(_real_datetime, metaclass=_RealClassMeta):
+    _real = _real_datetime
+
+    @classmethod
+    def now(cls, tz=None):
+        if not _active:
+            return _real_datetime.now(tz)
+        if tz is not None and not isinstance(tz, _datetime.tzinfo):
+            raise TypeError(f"tzinfo argument must be None or of a tzinfo subclass, not type '{type(tz).__name__}'")
+        return _instant().astimezone(tz) if tz is not None else _instant().astimezone().replace(tzinfo=None)
+
+    @classmethod
+    def utcnow(cls):
+        if not _active:
+            return _real_datetime.now(_datetime.timezone.utc).replace(tzinfo=None)
+        return _instant().replace(tzinfo=None)
+
+    @classmethod
+    def today(cls):
+        return cls.now()
+
+
+class _SimDate(_real_date, metaclass=_RealClassMeta):
+    _real = _real_date
+
+    @classmethod
+    def today(cls):
+        if not _active:
+            return _real_date.today()
+        return _instant().astimezone().date()
+
+
+for _cls, _real in ((_SimDatetime, _real_datetime), (_SimDate, _real_date)):
+    _cls.__name__, _cls.__qualname__, _cls.__module__ = _real.__name__, _real.__qualname__, "datetime"
+
+
+def _proxy(real: types.ModuleType, fakes: dict[str, Any]) -> types.ModuleType:
+    module = types.ModuleType(real.__name__, real.__doc__)
+    module.__dict__.update({k: v for k, v in vars(real).items() if k not in ("__name__", "__doc__")})
+    module.__dict__.update(fakes)
+    return module
+
+
+_TIME_MODULE = _proxy(_time, _TIME_FAKES)
+_DATETIME_MODULE = _proxy(_datetime, {"datetime": _SimDatetime, "date": _SimDate})
+
+# what user globals may hold (by identity) -> what they hold while a callback runs
+_SUBSTITUTES: dict[int, tuple[Any, Any]] = {id(_time): (_time, _TIME_MODULE), id(_datetime): (_datetime, _DATETIME_MODULE),
+                                            id(_real_datetime): (_real_datetime, _SimDatetime),
+                                            id(_real_date): (_real_date, _SimDate)}
+for _name, _fake in _TIME_FAKES.items():
+    _SUBSTITUTES[id(getattr(_time, _name))] = (getattr(_time, _name), _fake)
+
+_OURS = ("streamproof", "pyflink", "builtins", "abc", "typing", "hypothesis")
+
+
+def _user_globals(obj: Any) -> list[dict]:
+    """The globals of the modules defining ``obj``'s class and its bases (outside streamproof,
+    pyflink and the standard library's ``object``), found through their functions."""
+    found: dict[int, dict] = {}
+    for cls in type(obj).__mro__:
+        modname = getattr(cls, "__module__", "") or ""
+        if modname.split(".")[0] in _OURS:
+            continue
+        module = sys.modules.get(modname)
+        if module is not None and isinstance(getattr(module, "__dict__", None), dict):
+            found.setdefault(id(module.__dict__), module.__dict__)
+        for attr in vars(cls).values():
+            func = getattr(attr, "__func__", attr)  # classmethod, staticmethod
+            g = getattr(func, "__globals__", None)
+            if isinstance(g, dict) and str(g.get("__name__", "")).split(".")[0] not in _OURS:
+                found.setdefault(id(g), g)
+    return list(found.values())
+
+
+class UserClock:
+    """The substitutions for one user function; :meth:`enter` before its callback, :meth:`exit` after
+    (nested callbacks of operators sharing a module restore it when the outermost one ends)."""
+
+    __slots__ = ("now_ms", "patches")
+
+    def __init__(self, patches: list[tuple[dict, str, Any, Any]], now_ms: Callable[[], int]):
+        self.patches = patches  # (globals, name, real, fake)
+        self.now_ms = now_ms
+
+    def enter(self) -> None:
+        _active.append(self.now_ms)
+        done = [p for p in self.patches if p[0].get(p[1]) is p[2]]  # not those an outer callback did
+        for namespace, name, _, fake in done:
+            namespace[name] = fake
+        _undo.append(done)
+
+    def exit(self) -> None:
+        for namespace, name, real, fake in _undo.pop():
+            if namespace.get(name) is fake:  # not if the user's code rebound the name meanwhile
+                namespace[name] = real
+        _active.pop()
+
+    def __enter__(self) -> "UserClock":
+        self.enter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.exit()
+
+
+_undo: list[list] = []  # per running callback (innermost last): the substitutions it made
+
+
+def user_clock_for(function: Any, now_ms: Callable[[], int]) -> UserClock | None:
+    """The clock substitutions for a runtime function (a PyFlink-style one: the operator it wraps),
+    or None when its modules never name ``time`` or ``datetime`` (nothing to do per callback)."""
+    user = function.function if getattr(function, "user_class_name", None) and hasattr(function, "function") else function
+    patches = []
+    for namespace in _user_globals(user):
+        for name, value in list(namespace.items()):
+            hit = _SUBSTITUTES.get(id(value))
+            if hit is not None and hit[0] is value:
+                patches.append((namespace, name, value, hit[1]))
+    return UserClock(patches, now_ms) if patches else None

@@ -1,0 +1,103 @@
+"""Processing time: Flink's ``ProcessingTimeService`` as the timer service uses it (one physical
+timer per distinct timestamp) and :class:`ManualProcessingTimeService`, the simulated clock used
+everywhere in streamproof (Flink's ``TestProcessingTimeService``)."""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from itertools import count
+from typing import Callable, Protocol
+
+from streamproof.impl.state.key_groups import INT64_MAX, INT64_MIN
+
+MIN_WATERMARK = INT64_MIN
+MAX_WATERMARK = INT64_MAX
+DEFAULT_FIRING_BUDGET = 1_000_000
+
+
+class TimerFiringBudgetExceeded(RuntimeError):
+    """One advance fired more timers than the budget: a callback keeps registering due timers."""
+
+
+# -- processing time ---------------------------------------------------------------------------
+class ScheduledTimer:
+    """A physical timer handle returned by :meth:`ProcessingTimeService.register_timer`."""
+
+    __slots__ = ("timestamp", "callback", "_service", "pending")
+
+    def __init__(self, timestamp: int, callback: Callable[[int], None], service: "ManualProcessingTimeService"):
+        self.timestamp = timestamp
+        self.callback = callback
+        self._service = service
+        self.pending = True
+
+    def cancel(self) -> None:
+        if self.pending:
+            self.pending = False
+            self._service._on_cancel(self)
+
+
+class ProcessingTimeService(Protocol):
+    def get_current_processing_time(self) -> int: ...
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> ScheduledTimer: ...
+
+
+class ManualProcessingTimeService:
+    """A simulated processing-time clock with physical timers (Flink's TestProcessingTimeService).
+
+    ``advance_to(t)`` sets the clock to ``t`` and then fires every pending physical timer with
+    time <= t one by one in time order (equal times: registration order), including the ones
+    registered while advancing. Listeners see every register and cancel (what traces record).
+    """
+
+    def __init__(self, start: int = MIN_WATERMARK, budget: int = DEFAULT_FIRING_BUDGET):
+        self._now = start
+        self._queue: list[tuple[int, int, ScheduledTimer]] = []
+        self._seq = count()
+        self._pending = 0
+        self.budget = budget
+        self.on_register: list[Callable[[int], None]] = []
+        self.on_cancel: list[Callable[[int], None]] = []
+
+    def get_current_processing_time(self) -> int:
+        return self._now
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> ScheduledTimer:
+        timer = ScheduledTimer(timestamp, callback, self)
+        heappush(self._queue, (timestamp, next(self._seq), timer))
+        self._pending += 1
+        for listener in self.on_register:
+            listener(timestamp)
+        return timer
+
+    def _on_cancel(self, timer: ScheduledTimer) -> None:
+        self._pending -= 1
+        for listener in self.on_cancel:
+            listener(timer.timestamp)
+
+    def num_pending_timers(self) -> int:
+        return self._pending
+
+    def set_time_without_firing(self, time: int) -> None:
+        """Moves the clock forward to ``time`` without firing physical timers (the end-of-input
+        flush of WAIT timers: the flush itself fires them, in its order)."""
+        self._now = max(self._now, time)
+
+    def advance_to(self, time: int) -> None:
+        self._now = time
+        fired = 0
+        queue = self._queue
+        while queue and queue[0][0] <= time:
+            _, _, timer = heappop(queue)
+            if not timer.pending:
+                continue
+            timer.pending = False
+            self._pending -= 1
+            fired += 1
+            if fired > self.budget:
+                raise TimerFiringBudgetExceeded(
+                    f"processing-time service fired more than {self.budget} physical timers while "
+                    f"advancing to {time}: a callback keeps registering due timers"
+                )
+            timer.callback(timer.timestamp)
