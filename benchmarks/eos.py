@@ -37,10 +37,10 @@ from streamproof.impl.state.key_groups import KeyGroupRange  # noqa: E402
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord  # noqa: E402
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
-from streamproof.impl.operators.windows import (  # noqa: E402
-    CoGroupWindowFunction, GlobalWindows, SumAggregate, WindowOperator, sorted_co_group, sorted_window_aggregate,
-    tag_left, tag_right,
+from streamproof.impl.operators.end_of_stream import (  # noqa: E402
+    CoGroupWindowFunction, sorted_co_group, sorted_window_aggregate, tag_left, tag_right,
 )
+from streamproof.impl.operators.windows import GlobalWindows, SumAggregate, WindowOperator  # noqa: E402
 
 MAX_PARALLELISM = 128
 TARGET_RATIO = 5.0

@@ -25,10 +25,9 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 
 from benchmarks.common import format_table  # noqa: E402
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode, one_stage_graph  # noqa: E402
-from streamproof.impl.graph.job_runtime import GraphJobSpec  # noqa: E402
-from streamproof.impl.graph.job import JobSpec  # noqa: E402
+from streamproof.impl.graph.job import GraphJobSpec, JobSpec  # noqa: E402
 from streamproof.impl.operators.keyed_process_operator import StreamRecord  # noqa: E402
-from streamproof.impl.graph.sim import simulate, simulate_graph  # noqa: E402
+from streamproof.impl.graph.sim import simulate  # noqa: E402
 from streamproof.impl.tasks.stream_task import TaskConfig, Watermark  # noqa: E402
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS  # noqa: E402
 
@@ -105,7 +104,7 @@ def measure(records: int, repeats: int, parallelism: int, seed: int) -> list[Row
 
     def graph_run(graph: JobGraph):
         spec = GraphJobSpec(graph, sources, functions, config=CONFIG)
-        return lambda: simulate_graph(spec, seed, max_steps=max_steps)
+        return lambda: simulate(spec, seed, max_steps=max_steps)
 
     job = JobSpec(sources, FUNCTIONS["window_sum"], parallelism=parallelism, config=CONFIG)
     seconds, baseline = best_of(repeats, lambda: simulate(job, seed, max_steps=max_steps))

@@ -56,10 +56,16 @@ print(json.dumps({"seconds": time.perf_counter() - started, "holds": result.hold
 LONG_JOB = """
 import json, os, resource, sys, time
 from benchmarks.jobs import CONFIG, make_sources
-from streamproof.impl.graph.job_graph import one_stage_graph
-from streamproof.impl.graph.job_runtime import GraphJobSpec
-from streamproof.impl.graph.job import JobSpec
-from streamproof.impl.graph.sim import simulate, simulate_graph
+try:
+    from streamproof.impl.graph.job import GraphJobSpec, JobSpec
+    from streamproof.impl.graph.job_graph import one_stage_graph
+    from streamproof.impl.graph.sim import simulate
+    simulate_graph = simulate
+except ImportError:  # a revision before issue 32's layout
+    from streamproof.impl.graph import one_stage_graph
+    from streamproof.impl.graph_job import GraphJobSpec
+    from streamproof.impl.job import JobSpec
+    from streamproof.impl.sim import simulate, simulate_graph
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 records, shape = int(sys.argv[1]), sys.argv[2]
 sources = make_sources(records // 2, 0)

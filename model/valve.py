@@ -51,6 +51,8 @@ What is left out
 
 Checked by ``tests/test_valve*.py``: the 18 Flink 2.3 traces (model and implementation), and the
 state machines of ``properties/valve/machine.py`` (numbers in docs/properties.md).
+
+Size: one specification, read top to bottom: the protocols (``ValveSpec``), what each must guarantee (``Epochs``).
 """
 
 from __future__ import annotations

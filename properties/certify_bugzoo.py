@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from streamproof.properties import certify_checks as checks
+from streamproof.properties import certify_runs
 
 VARIANTS: dict[str, Callable] = {}
 
@@ -55,12 +56,12 @@ def applied(name: str):
 
     @contextmanager
     def scope() -> Iterator[None]:
-        checks._runs.cache_clear()
+        certify_runs._runs.cache_clear()
         try:
             with patch():
                 yield
         finally:
-            checks._runs.cache_clear()
+            certify_runs._runs.cache_clear()
     return scope()
 
 
@@ -81,54 +82,54 @@ def _coverage_counts_empty_splits():
 
 @_variant("split-schedule-seeded-only")
 def _split_schedule_seeded_only():
-    original = checks.SPLIT_PLANS
-    checks.SPLIT_PLANS = ((checks.SPLIT_MAIL_RATE, 0),)
+    original = certify_runs.SPLIT_PLANS
+    certify_runs.SPLIT_PLANS = ((certify_runs.SPLIT_MAIL_RATE, 0),)
     try:
         yield
     finally:
-        checks.SPLIT_PLANS = original
+        certify_runs.SPLIT_PLANS = original
 
 
 @_variant("lineage-replayed-at-scenario-parallelism")
 def _lineage_at_scenario_parallelism():
-    original = checks._spec
+    original = certify_runs._spec
 
     def spec(scenario, interruptible, mail_rate=None, lineage=None, tie="insertion"):
         made = original(scenario, interruptible, mail_rate, lineage, tie)
         if lineage is None:
             return made
-        return dataclasses.replace(made, parallelism=checks.job_params(scenario)["parallelism"])
-    checks._spec = spec
+        return dataclasses.replace(made, parallelism=certify_runs.job_params(scenario)["parallelism"])
+    certify_runs._spec = spec
     try:
         yield
     finally:
-        checks._spec = original
+        certify_runs._spec = original
 
 
 @_variant("tie-order-fixed-in-reference")
 def _tie_order_fixed():
-    original = checks.OTHER_TIE_ORDERS
-    checks.OTHER_TIE_ORDERS = ()
+    original = certify_runs.OTHER_TIE_ORDERS
+    certify_runs.OTHER_TIE_ORDERS = ()
     try:
         yield
     finally:
-        checks.OTHER_TIE_ORDERS = original
+        certify_runs.OTHER_TIE_ORDERS = original
 
 
 @_variant("histories-accepted-without-input-check")
 def _histories_unchecked():
-    original = checks._histories_hold_the_input
-    checks._histories_hold_the_input = lambda scenario, run: True
+    original = certify_runs._histories_hold_the_input
+    certify_runs._histories_hold_the_input = lambda scenario, run: True
     try:
         yield
     finally:
-        checks._histories_hold_the_input = original
+        certify_runs._histories_hold_the_input = original
 
 
 @_variant("watermarks-not-regenerated")
 def _watermarks_not_regenerated():
-    from streamproof.impl.graph import job
-    original_tick, original_restart = job.SourceTask.emit_next, job.SourceTask._restart_tick
+    from streamproof.impl.graph import job, sources
+    original_tick, original_restart = sources.SourceTask.emit_next, sources.SourceTask._restart_tick
 
     def emit_next(self):  # an emission point emits its failure-free value, never a regenerated one
         if self.offset < len(self.elements) and isinstance(self.elements[self.offset], job.PeriodicWatermark):
@@ -140,12 +141,12 @@ def _watermarks_not_regenerated():
             return
         original_tick(self)
 
-    job.SourceTask.emit_next = emit_next
-    job.SourceTask._restart_tick = lambda self: None
+    sources.SourceTask.emit_next = emit_next
+    sources.SourceTask._restart_tick = lambda self: None
     try:
         yield
     finally:
-        job.SourceTask.emit_next, job.SourceTask._restart_tick = original_tick, original_restart
+        sources.SourceTask.emit_next, sources.SourceTask._restart_tick = original_tick, original_restart
 
 
 @_variant("restored-clock-starts-at-zero")

@@ -19,11 +19,12 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamproof.flink import broadcast_functions as bf
 from streamproof.flink import job_functions as jf
 from streamproof.flink import pipeline as pl
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode
-from streamproof.impl.graph.job_runtime import SourceProgram
+from streamproof.impl.graph.job import SourceProgram
 
 DEFAULT_MAX_PARALLELISM = 128  # Flink's lower bound for a computed max parallelism
 
@@ -217,11 +218,11 @@ def build(pipeline: pl.Pipeline, parallelism: int, overrides: dict[str, int] | N
                 target = name
             elif node.two_inputs and node.broadcast is not None:  # connect(stream.broadcast(descriptors))
                 if node.key_selector is not None:
-                    functions[name] = jf.keyed_broadcast_factory(node.function, node.broadcast)
+                    functions[name] = bf.keyed_broadcast_factory(node.function, node.broadcast)
                     operators.append(OperatorNode(name, "keyed_process", p, name, chaining, route_side_outputs=True))
                     keyed.append(name)
                 else:
-                    functions[name] = jf.broadcast_factory(node.function, name, node.broadcast)
+                    functions[name] = bf.broadcast_factory(node.function, name, node.broadcast)
                     operators.append(OperatorNode(name, "process", p, name, chaining, route_side_outputs=True))
                 target = name
             elif node.two_inputs:

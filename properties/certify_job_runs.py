@@ -17,7 +17,7 @@ from typing import Any
 
 from streamproof.flink import pipeline as pl
 from streamproof.flink.common.typeinfo import float_writes
-from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.graph.job import PeriodicWatermark
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.impl.graph.sim import Fault, SimulationError, run_schedule
@@ -181,7 +181,7 @@ def given_records(option: str) -> tuple[str, list]:
     """``NAME=module:attr`` (``--records`` of a job): the records a connector source ``NAME``
     reads: a list, a function returning one, or a Hypothesis strategy of a list (drawn once,
     derandomized: the same records every run)."""
-    from streamproof.properties.certify_input import InputError, resolve
+    from streamproof.properties.certify_records import InputError, resolve
 
     name, sep, ref = option.partition("=")
     if not sep or not name or ":" not in ref:
@@ -306,7 +306,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     """One run; a string says why it did not finish (the user's error, a deadlock). ``lineage``:
     a failure-free replay of that run's record lineage, on its final graph (after rescales);
     ``final``: on that run's final graph."""
-    from streamproof.impl.graph.sim import _observed_graph_job
+    from streamproof.impl.graph.sim import ObservedGraphJob
 
     built = subject.built(scenario.parallelism, scenario.uniform)
     if lineage is not None or final is not None:
@@ -326,7 +326,7 @@ def simulate(subject: JobSubject, scenario: JobScenario, interruptible: set[str]
     rng = random.Random(scenario.seed)
     floats = float_writes()
     try:
-        job = _observed_graph_job()(spec, None, random.Random(rng.random()))
+        job = ObservedGraphJob(spec, None, random.Random(rng.random()))
         budget = max(10_000, STEPS_PER_ELEMENT * sum(len(elements) for elements in spec.sources))
         steps, applied, interrupted = run_schedule(job, rng, scenario.faults if faults is None else faults, budget)
     except SimulationError as e:

@@ -7,7 +7,7 @@ keeps other lines above it and is erased when the command ends, Ctrl-C included.
 log, CI): plain lines only, no escape codes, no carriage returns: the lines the command says, and a
 heartbeat (the status as one line) when nothing was printed for ``heartbeat`` seconds.
 
-The owner (:class:`streamproof.cli_common.Status`, the campaign's display) supplies the status as
+The owner (:class:`streamproof.cli.common.Status`, the campaign's display) supplies the status as
 plain text lines and the bar's fraction; both are asked for when drawn, so the clock moves by itself.
 """
 

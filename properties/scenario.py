@@ -9,6 +9,8 @@ The kinds drive parsing, dumping and the JSON Schema (:func:`json_schema`), so v
 Every problem is reported as a one-line :class:`ScenarioError` naming the step and the field.
 Regenerate the schema file with
 ``python3 -m streamproof.properties.scenario > properties/schemas/scenario.schema.json``.
+
+Size: one format: parsing, dumping and the JSON Schema derive from the same field kinds, so they cannot drift apart.
 """
 
 from __future__ import annotations

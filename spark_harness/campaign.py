@@ -14,6 +14,8 @@ wave's job commits, and rewriting it replaces it: ``--resume`` reads which chunk
 and runs the others, so every seed ends up in the results exactly once, however the earlier runs
 ended. The driver verifies that on the read-back and deduplicates failures there by signature
 (the smallest seed represents each).
+
+Size: one campaign run, planning to verified read-back, on the layout above; planning is what to move out next.
 """
 
 from __future__ import annotations

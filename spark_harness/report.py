@@ -8,6 +8,8 @@ Written to ``DIR/_report/`` unless told otherwise: ``report.md``, ``report.html`
 ``seed-time-CAMPAIGN.png`` (time per seed: a box per property over its held seeds, the others as
 markers) and one ``throughput-CAMPAIGN.png`` (seeds done over time) per campaign, and the
 representative failing scenario of every signature in ``failures/CAMPAIGN/PROPERTY-SEED.json``.
+
+Size: one command, ``streamproof report``, from Parquet rows to files; the plots are what to move out next.
 """
 
 from __future__ import annotations

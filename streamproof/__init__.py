@@ -22,7 +22,6 @@ __version__ = "0.1.0"
 _SCENARIO = "streamproof.properties.scenario"
 _REGISTRY = "streamproof.properties.registry"
 _BUGZOO = "streamproof.properties.bugzoo"
-_CERTIFY = "streamproof.properties.certify"
 
 # public name -> (the module that defines it, its name there)
 _PUBLIC = {
@@ -74,8 +73,8 @@ _PUBLIC = {
     "run_on_flink": ("streamproof.on_flink.oracle", "run_on_flink"),
     "FlinkReport": ("streamproof.on_flink.oracle", "FlinkReport"),
     "FlinkUnavailable": ("streamproof.on_flink.runner", "FlinkUnavailable"),
-    "Certificate": (_CERTIFY, "Certificate"),
-    "CertifyError": (_CERTIFY, "CertifyError"),
+    "Certificate": ("streamproof.properties.certify_report", "Certificate"),
+    "CertifyError": ("streamproof.properties.certify_load", "CertifyError"),
 }
 
 __all__ = ["__version__", *_PUBLIC]
@@ -84,7 +83,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name is impor
     from streamproof.properties.bugzoo import BugVariant, all_variants, get_variant, hunt
     from streamproof.properties.bugzoo import variant as bug_variant
     from streamproof.certify_api import certify
-    from streamproof.properties.certify import Certificate, CertifyError
+    from streamproof.properties.certify_load import CertifyError
+    from streamproof.properties.certify_report import Certificate
     from streamproof.properties.certify_job import JobCertificate
     from streamproof.properties.certify_job_runs import JobCertifyError
     from streamproof.properties.certify_job_report import certify as certify_job

@@ -32,7 +32,7 @@ def is_job(target: Any) -> bool:
         return True
     if isinstance(target, type) or not callable(target):
         return False
-    from streamproof.properties import certify as cert
+    from streamproof.properties import certify_load as cert
 
     if isinstance(target, cert.KeyedProcessFunction):
         return False

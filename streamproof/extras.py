@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from streamproof.cli_common import InputError
+from streamproof.cli.common import InputError
 
 NAMES = {"spark": "Spark", "prove": "z3", "pyflink": "PyFlink", "flink": "Apache Flink"}
 

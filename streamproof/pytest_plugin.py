@@ -218,7 +218,7 @@ def _short(text: Any, limit: int = 300) -> str:
 
 
 def _bad_input() -> tuple[type, ...]:
-    from streamproof.properties.certify import CertifyError
+    from streamproof.properties.certify_load import CertifyError
     from streamproof.properties.certify_job_runs import JobCertifyError
     from streamproof.properties.scenario import ScenarioError
 

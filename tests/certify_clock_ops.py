@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from streamproof.flink.common import Row, Types
 from streamproof.flink.datastream import KeyedProcessFunction, TimeDomain
 from streamproof.flink.datastream.state import MapStateDescriptor
-from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl import operators as impl
 def _check_clock(ctx, where):
     """The wall-clock calls read the operator's processing time (else the operator fails)."""
     pt = ctx.timer_service().current_processing_time()

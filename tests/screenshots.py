@@ -112,7 +112,8 @@ def make_pages(out: Path) -> dict[str, Path]:
     report.write_report(out / "campaign", explain=failure_fragment)
     pages["campaign-report"] = out / "campaign" / "_report" / "report.html"
 
-    from streamproof.explain import explain, render_html
+    from streamproof.explain.build import explain
+    from streamproof.explain.render import render_html
     from streamproof.properties.scenario import load_scenario_file
 
     example = REPO / "examples" / "job" / "graph" / "chain-duplicate-watermark.json"

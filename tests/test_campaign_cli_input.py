@@ -89,7 +89,7 @@ def test_an_interruption_says_what_finished_and_exits_130(monkeypatch, tmp_path)
 
 
 def test_the_replay_command_of_an_injected_campaign_reproduces(tmp_path, capsys):
-    from streamproof.campaign_cli import _print_summary
+    from streamproof.cli.campaign_summary import print_summary
 
     row = next(r for r in executor.run_seeds_locally(config(examples=10, inject=BUG), range(1, 6))
                if r["verdict"] == "failed")
@@ -103,7 +103,7 @@ def test_the_replay_command_of_an_injected_campaign_reproduces(tmp_path, capsys)
     per = [{"property": TIMER, "rows": 5, "held": 4, "failed": 1, "timeout": 0, "error": 0, "signatures": 1,
             "examples": 50, "steps": 500, "seconds": 1.0}]
     result = camp.CampaignResult(spec, "out", camp.new_run("local[2]", "classic"), per, [failure], True, [])
-    _print_summary(result, [], session.parse_master("local[2]"), None)
+    print_summary(result, [], session.parse_master("local[2]"), None)
     replay = next(line.split("replay:", 1)[1].strip() for line in capsys.readouterr().out.splitlines()
                   if line.strip().startswith("replay:"))
     assert replay == f"streamproof replay {path} --inject {BUG}"

@@ -58,7 +58,7 @@ def _result(per_property, failures=(), timeouts=(), errors=()):
 
 
 def test_the_summary_says_timeouts_are_not_failures(capsys):
-    from streamproof.campaign_cli import _print_summary, _summary_json
+    from streamproof.cli.campaign_summary import print_summary, summary_json
     from streamproof.spark_harness.session import parse_master
 
     timeout = {"property": TIMER, "verdict": "timeout", "signature": "abc", "seeds": 1, "seed": 3,
@@ -68,12 +68,12 @@ def test_the_summary_says_timeouts_are_not_failures(capsys):
             "examples": 8, "steps": 80, "seconds": 1.0}]
     result = _result(per, timeouts=[timeout])
     assert result.status == "timeout" and not result.holds and result.failures == []
-    _print_summary(result, [], parse_master("local[2]"), None)
+    print_summary(result, [], parse_master("local[2]"), None)
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("failures:")]
     assert "timeouts (not failures" in out and "first seed 3" in out
     assert out.rstrip().splitlines()[-1].startswith("NOT ALL HELD: no run failed, but 1 runs timed out")
-    summary = _summary_json(result, [], None)
+    summary = summary_json(result, [], None)
     assert summary["status"] == "timeout" and summary["failures"] == [] and len(summary["timeouts"]) == 1
     json.dumps(summary, default=str)
 

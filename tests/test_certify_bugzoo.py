@@ -13,6 +13,7 @@ import pytest
 from streamproof.properties import certify as cert
 from streamproof.properties import certify_bugzoo as zoo
 from streamproof.properties import certify_checks as checks
+from streamproof.properties import certify_late, certify_runs
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 from streamproof.properties.job.steps import Fail, ProcessingTime, Record, Rescale, SourceWatermark
 from streamproof.properties.reach import counting
@@ -76,7 +77,7 @@ def restored_timers_fire_at_the_regenerated_watermark() -> bool:
     from tests.test_restore_watermarks import scenario as window_scenario
 
     job, restored = restored_after_last_tick(window_scenario(STEPS, watermark_bound=0))
-    marks = [e[1] for e in restored.output_log if e[0] == "watermark"]
+    marks = [e[1] for e in restored.keyed[0].log if e[0] == "watermark"]  # the keyed operator's output
     return marks[:1] == [29] and restored.timers_fired_before_end_of_input() == 2
 
 
@@ -106,7 +107,7 @@ def a_record_replayed_twice_is_refused() -> bool:
     shape = Scenario(family="job", steps=base.steps[:3] + (Rescale(12, 1, checkpoints=1),) + base.steps[3:],
                      params={**base.params, "operator": f"user:{COUNT}", "parallelism": 2, "checkpoint_interval": 2})
     assert checks.check("certify.same-output", shape).holds  # the runtime without the bug
-    checks._runs.cache_clear()
+    certify_runs._runs.cache_clear()
     try:
         with a_record_replayed_twice_after_a_rescale():
             r = checks.runs(shape)
@@ -114,7 +115,7 @@ def a_record_replayed_twice_is_refused() -> bool:
             assert any(e[0] == "failover" and e[3] is not None for e in r.faulty.events), r.faulty.events
             return not checks.check("certify.same-output", shape).holds
     finally:
-        checks._runs.cache_clear()
+        certify_runs._runs.cache_clear()
 
 
 class FiringCounter(KeyedProcessFunction):
@@ -148,7 +149,7 @@ def a_restore_reordering_equal_timers_is_a_finding() -> bool:
     assert checks.output(r.faulty) != checks.output(r.off(0)), "the restore did not reorder the ties"
     with counting() as reach:
         holds = checks.check("certify.same-output", shape).holds
-    return holds and checks.FINDING_TIE_ORDER in reach
+    return holds and certify_late.FINDING_TIE_ORDER in reach
 
 
 def restored_shape(restart_gap: int) -> Scenario:

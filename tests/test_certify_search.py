@@ -1,6 +1,6 @@
-"""Where certify's burst search looks (properties/certify_input.py): watermarks at due timers' times,
-the operator-alone probe with a record or the end of input inside a split firing, and corpus
-verdicts that do not depend on the seed."""
+"""Where certify's burst search looks (properties/certify_burst.py, certify_probes.py): watermarks
+at due timers' times, the operator-alone probe with a record or the end of input inside a split
+firing, and corpus verdicts that do not depend on the seed."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from streamproof.properties import certify as cert
+from streamproof.properties import certify_burst as burst
 from streamproof.properties import certify_input as ci
+from streamproof.properties import certify_probes as probes
 from streamproof.properties.explore import explore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,21 +23,21 @@ FOUR_HOURS = 4 * 3_600_000
 
 def test_watermarks_at_due_timers_times_besides_the_drawn_bounds():
     timers = [(10, "a"), (20, "b"), (30, "c"), (40, "a"), (50, "b")]
-    marks = ci._watermarks(timers, 0, 100, 0)
+    marks = burst._watermarks(timers, 0, 100, 0)
     assert marks[0] == 99  # the drawn bound's watermark first
     assert 30 in marks and 50 in marks  # the third timer's time (three due), the last's
     assert all(sum(1 for ts, _ in timers if ts <= m) >= 3 for m in marks[1:])
-    assert ci._watermarks(timers, 35, 100, 0) == [99, 50]  # not before the first record: 40 (two due), 50
-    assert ci._watermarks(timers, 60, 100, 0) == [99]
-    assert ci._watermarks([(-(2 ** 63) + 1500, "a")] * 3, 0, 100, 0) == [99]
+    assert burst._watermarks(timers, 35, 100, 0) == [99, 50]  # not before the first record: 40 (two due), 50
+    assert burst._watermarks(timers, 60, 100, 0) == [99]
+    assert burst._watermarks([(-(2 ** 63) + 1500, "a")] * 3, 0, 100, 0) == [99]
 
 
 def test_watermark_fitted_to_a_later_record_of_a_due_key():
     timers = [(10 * i, repr(k)) for i, k in enumerate("abcefg", 1)] + [(200, "'d'")]
-    assert ci._watermarks(timers, 0, 100, 90) == [9, 30, 40, 60]  # the bound's, the third, middle, last
+    assert burst._watermarks(timers, 0, 100, 90) == [9, 30, 40, 60]  # the bound's, the third, middle, last
     # f's timer (50) fires fifth: a watermark there has f's record at 95 on time right after it
-    assert ci._watermarks(timers, 0, 100, 90, [(None, "f", 95)]) == [9, 30, 40, 60, 50]
-    assert ci._watermarks(timers, 0, 100, 90, [(None, "a", 96), (None, "f", 40)]) == [9, 30, 40, 60]  # none fits
+    assert burst._watermarks(timers, 0, 100, 90, [(None, "f", 95)]) == [9, 30, 40, 60, 50]
+    assert burst._watermarks(timers, 0, 100, 90, [(None, "a", 96), (None, "f", 40)]) == [9, 30, 40, 60]  # none fits
 
 
 def _drawn_spread_and_plain(strategy, examples=300):
@@ -88,11 +90,11 @@ def _start_end():
 def test_a_record_of_the_key_whose_timer_fires_third_changes_a_split_firing():
     operator, ordered, event = _start_end()
     watermark = 2 + FOUR_HOURS
-    assert ci.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark + 1)])
+    assert probes.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark + 1)])
     # a's timer fires first, before any record can run: no difference
-    assert not ci.splits_change_output(operator, ordered, watermark, 2, [event("a", "END", watermark + 1)])
+    assert not probes.splits_change_output(operator, ordered, watermark, 2, [event("a", "END", watermark + 1)])
     # behind the watermark: a late record's difference is a finding, never a refusal
-    assert not ci.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark)])
+    assert not probes.splits_change_output(operator, ordered, watermark, 2, [event("c", "END", watermark)])
 
 
 def test_a_watermark_at_a_timers_time_reaches_the_shape_small_timestamps_miss():
@@ -102,7 +104,7 @@ def test_a_watermark_at_a_timers_time_reaches_the_shape_small_timestamps_miss():
     operator, ordered, event = _start_end()
     ordered = ordered + [event("b", "START", FOUR_HOURS + 10)]
     pool = [event("c", "END", FOUR_HOURS + 5)]
-    hit, _, planned, _, choices, _ = ci._burst_plan(operator, ordered, 0, False, pool)
+    hit, _, planned, _, choices, _ = burst._burst_plan(operator, ordered, 0, False, pool)
     assert hit
     point, watermark, first = choices[0]
     assert watermark == 2 + FOUR_HOURS and first is not None
@@ -120,8 +122,8 @@ def test_the_end_of_input_inside_a_split_firing():
                   speed=1.0, throttle=1.0, engineload=1.0)
         return row, car, ts
     ordered = [event("car-a", 10), event("car-b", 20), event("car-a", 25), event("car-c", 30), event("car-c", 40)]
-    assert ci.splits_change_output(subject.name, ordered, 30, 4, [], end=True)
-    assert not ci.splits_change_output(subject.name, ordered, 30, 4, [])  # no record after it: the same output
+    assert probes.splits_change_output(subject.name, ordered, 30, 4, [], end=True)
+    assert not probes.splits_change_output(subject.name, ordered, 30, 4, [])  # no record after it: the same output
     # a safe operator: the same shape changes nothing
     pseudo = cert.load(REAL + "pseudo_window:PseudoWindow")
     from examples.operators.real.pseudo_window import ONE_HOUR_MS
@@ -131,7 +133,7 @@ def test_the_end_of_input_inside_a_split_firing():
         return Fare(rideId=1, taxiId=driver, driverId=driver, startTime=ts, paymentType="CASH", tip=1.0, tolls=0.0,
                     totalFare=11.0), driver, ts
     fares = [fare(1, 10), fare(2, 20), fare(3, 30), fare(1, ONE_HOUR_MS + 5)]
-    assert not ci.splits_change_output(pseudo.name, fares, ONE_HOUR_MS - 1, 3, [], end=True)
+    assert not probes.splits_change_output(pseudo.name, fares, ONE_HOUR_MS - 1, 3, [], end=True)
 
 
 SPLIT_REFUSED = [e for e in CORPUS if not e.get("known_miss")

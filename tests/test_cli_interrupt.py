@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a sub
 def _fresh_ctrl_c_state(monkeypatch):
     """Each test starts as a new command would: no interruption reported yet, no resend pending
     (an in-process command earlier in this worker may have reported one)."""
-    from streamproof import cli_common
+    from streamproof.cli import common as cli_common
 
     monkeypatch.setattr(cli_common, "_SETTLED", [False])
     monkeypatch.setattr(cli_common, "_RESENDS", [])
@@ -219,7 +219,7 @@ def test_a_ctrl_c_landing_in_a_gc_callback_is_sent_again_not_lost(monkeypatch):
     `certify` then ran to its end and exited 0 in 3 of 8 tries on a loaded machine."""
     import time as time_mod
 
-    from streamproof import cli_common
+    from streamproof.cli import common as cli_common
 
     sent = []
     monkeypatch.setattr(cli_common.os, "kill", lambda pid, sig: sent.append((pid, sig)))
@@ -266,7 +266,7 @@ def test_an_interrupt_hypothesis_turns_into_an_assertion_error_is_still_an_inter
     with no KeyboardInterrupt in its context; bugzoo reported the variant "caught after 0 examples
     (crash: AssertionError)" and went on (exit 0). Whatever the exception, an exploration during
     which the CLI's SIGINT handler ran is interrupted."""
-    from streamproof.cli_common import _on_sigint
+    from streamproof.cli.common import _on_sigint
 
     scenario = load_scenario_file(JOB_EXAMPLE)
 
@@ -292,7 +292,7 @@ def test_a_ctrl_c_after_the_interruption_was_reported_does_not_change_the_exit_c
     (exit -2 instead of 130, seen once under load in test_bugzoo_interrupted_exits_130)."""
     import sys as _sys
 
-    from streamproof import cli_common
+    from streamproof.cli import common as cli_common
 
     resend = threading.Timer(60, lambda: None)
     cli_common._RESENDS.append(resend)

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from streamproof.cli import cli
-from streamproof.cli_common import Status
+from streamproof.cli.common import Status
 from streamproof.properties import progress_display
 from streamproof.spark_harness import progress
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode
-from streamproof.impl.graph.job_runtime import GraphJobSpec, NoResourceAvailableError
+from streamproof.impl.graph.job_runtime import NoResourceAvailableError
+from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
-from streamproof.impl.graph.sim import simulate_graph
+from streamproof.impl.graph.sim import simulate
 from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.properties import registry
 from streamproof.properties.explore import explore
@@ -100,8 +101,8 @@ def test_flip_deployment_example_fails_without_the_flag_and_runs_with_it():
     """Two slots: without the flag the one pipelined region needs four (NoResourceAvailable); with
     it Source2 and Process2 are deployed once Source1 and Process1 finished and freed theirs."""
     with pytest.raises(NoResourceAvailableError, match="needs 4 slots, the cluster has 2"):
-        simulate_graph(GraphJobSpec(flip_example(False), SOURCES, FUNCS, slots=2), 0)
-    run = simulate_graph(GraphJobSpec(flip_example(), SOURCES, FUNCS, slots=2, checkpoint_interval=2,
+        simulate(GraphJobSpec(flip_example(False), SOURCES, FUNCS, slots=2), 0)
+    run = simulate(GraphJobSpec(flip_example(), SOURCES, FUNCS, slots=2, checkpoint_interval=2,
                                       config=TaskConfig(interruptible_timers=True)), 0)
     assert Counter(run.committed) == Counter([("a", 4), ("b", 2), 10, 1])
     (_, first, region1), (_, later, region2) = run.metrics["deploy_log"]
@@ -114,7 +115,7 @@ def test_checkpoints_start_only_after_the_blocking_vertex_finished():
     """DefaultSchedulerTest#testStartCheckpointOnlyAfterVertexWithBlockingEdgeFinished: while the
     blocking producer runs every due checkpoint is declined (BLOCKING_OUTPUT_EXIST); afterwards
     they run, and the sink commits through them."""
-    run = simulate_graph(GraphJobSpec(flip_example(), SOURCES, FUNCS, checkpoint_interval=2), 1)
+    run = simulate(GraphJobSpec(flip_example(), SOURCES, FUNCS, checkpoint_interval=2), 1)
     finished = {chain: step for _, chain, _, step in run.metrics["finish_log"]}
     assert run.metrics["declined"] > 0
     assert run.metrics["trigger_log"] and all(step >= finished["process1"] and not blocking

@@ -19,7 +19,7 @@ from streamproof.flink.datastream.state import (
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, StateTtlConfig,
     ValueStateDescriptor,
 )
-from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl import operators as impl
 from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
 from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
@@ -573,11 +573,11 @@ def test_streamproof_flink_imports_nothing_heavy():
 
 
 def test_state_values_are_copied_as_a_round_trip_would_unshared_and_equal():
-    """``adapter._copy`` (what state and outputs get: a serialize/deserialize round trip) copies
+    """``runtime_context._copy`` (what state and outputs get: a serialize/deserialize round trip) copies
     atoms, containers, rows and plain objects directly, anything with pickling hooks by deepcopy."""
     import datetime
 
-    from streamproof.flink.adapter import _copy
+    from streamproof.flink.runtime_context import _copy
     from streamproof.flink.common import Row
 
     class Plain:

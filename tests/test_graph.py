@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from streamproof.impl.graph.job_graph import Edge, GraphError, JobGraph, OperatorNode, graph_from_json, one_stage_graph
-from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
-from streamproof.impl.graph.sim import Fault, simulate, simulate_graph
+from streamproof.impl.graph.sim import Fault, simulate
 from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.properties import registry
 from streamproof.properties.explore import explore, reduce_scenario
@@ -114,7 +114,7 @@ def test_one_stage_jobs_commit_the_same_on_both_runtimes(scenario):
     seed = job_params(scenario)["seed"]
     faults = faults_of(scenario)
     old = simulate(_spec(scenario, None), seed, faults)
-    new = simulate_graph(graph_spec(scenario), seed, faults)
+    new = simulate(graph_spec(scenario), seed, faults)
     assert Counter(old.committed) == Counter(new.committed) == model_reference(scenario)
 
 
@@ -122,7 +122,7 @@ def test_one_stage_jobs_commit_the_same_on_both_runtimes(scenario):
 @given(graph_scenarios())
 def test_random_graphs_commit_the_model_reference(scenario):
     """Faults, rescales, interruptions: the committed output equals model/job.py's for the graph."""
-    run = simulate_graph(graph_spec(scenario), job_params(scenario)["seed"], faults_of(scenario))
+    run = simulate(graph_spec(scenario), job_params(scenario)["seed"], faults_of(scenario))
     assert Counter(run.committed) == model_reference(scenario)
 
 
@@ -149,18 +149,18 @@ def three_stages():
 def test_three_stages_lose_and_duplicate_nothing(faults, unaligned):
     graph, sources = three_stages()
     config = TaskConfig(interruptible_timers=True, unaligned_checkpoints=unaligned)
-    reference = Counter(simulate_graph(GraphJobSpec(graph, sources, FUNCS, config=TaskConfig()), 0).committed)
+    reference = Counter(simulate(GraphJobSpec(graph, sources, FUNCS, config=TaskConfig()), 0).committed)
     assert len(reference) > 3
     for seed in range(6):
         spec = GraphJobSpec(graph, sources, FUNCS, config=config, checkpoint_interval=4, async_mail_rate=0.5)
-        run = simulate_graph(spec, seed, faults)
+        run = simulate(spec, seed, faults)
         assert Counter(run.committed) == reference, (seed, run.events[-4:])
         assert run.failovers == len(run.faults_applied) and run.metrics["stranded"] == 0
 
 
 def test_end_of_input_and_final_checkpoints_travel_stage_by_stage():
     graph, sources = three_stages()
-    run = simulate_graph(GraphJobSpec(graph, sources, FUNCS, config=TaskConfig(interruptible_timers=True)), 1)
+    run = simulate(GraphJobSpec(graph, sources, FUNCS, config=TaskConfig(interruptible_timers=True)), 1)
     logs = {label: log for _, label, log in run.output_logs}
     for label, log in logs.items():
         if log:  # MAX_WATERMARK, then EndOfData, nothing after
@@ -176,7 +176,7 @@ def test_the_chained_duplicate_watermark_example():
     assert not verdict.holds and "B[0]: 30 after 30" in verdict.message
     corrected = replace(scenario, params={**scenario.params, "watermark_mode": "corrected"})
     assert prop.check(corrected).holds
-    run = simulate_graph(graph_spec(scenario), 1)
+    run = simulate(graph_spec(scenario), 1)
     marks = {label: [e[1] for e in log if e[0] == "watermark"] for _, label, log in run.output_logs}
     assert marks["A[0]"] == [19, 30, 2**63 - 1] and marks["B[0]"] == [30, 30, 2**63 - 1]
 

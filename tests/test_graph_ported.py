@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
-from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+from streamproof.impl.graph.job_runtime import GraphJob
+from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, MapStateDescriptor, StreamRecord
-from streamproof.impl.graph.sim import Fault, run_schedule, simulate_graph
+from streamproof.impl.graph.sim import Fault, run_schedule, simulate
 from streamproof.impl.timers.snapshot_format import decode_snapshot
 from streamproof.impl.tasks.stream_task import CheckpointBarrier, EndOfData, TaskConfig, Watermark
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, MIN_WATERMARK
@@ -491,8 +492,8 @@ def test_failure_inside_an_interrupted_chained_firing_fires_each_timer_once():
                         channel_capacity=2, async_mail_rate=0.0)
     assert [c.name for c in graph.chains] == ["source", "windows -> totals -> sink"]
     expected = [("a", 9, 1), ("a", 19, 5), ("b", 9, 2), ("b", 19, 6), ("c", 9, 3), ("d", 9, 4)]
-    assert sorted(simulate_graph(spec, seed=1).committed) == expected
-    faulty = simulate_graph(spec, seed=1, faults=(Fault("fail_in_interrupted_firing", nth=1, after_checkpoint=True),))
+    assert sorted(simulate(spec, seed=1).committed) == expected
+    faulty = simulate(spec, seed=1, faults=(Fault("fail_in_interrupted_firing", nth=1, after_checkpoint=True),))
     assert faulty.faults_applied and faulty.failovers == 1
     assert sorted(faulty.committed) == expected
 
@@ -640,7 +641,7 @@ def test_graph_scenarios_hold_every_job_property(path):
     property of the job family."""
     scenario = load_scenario(path.read_text())
     assert json.loads(path.read_text())["params"]["graph"]
-    run = simulate_graph(graph_spec(scenario), job_params(scenario)["seed"], faults_of(scenario))
+    run = simulate(graph_spec(scenario), job_params(scenario)["seed"], faults_of(scenario))
     assert run.faults_applied and run.failovers == 1  # the scenario's failure does happen
     for prop in registry.for_family("job"):
         verdict = prop.check(scenario)

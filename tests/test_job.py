@@ -130,16 +130,20 @@ def test_model_reference_matches_the_failure_free_run():
 
 
 def _replayed(parallelism_before: int, parallelism_after: int, channel_state: list) -> list:
-    """What each new task's channel 0 holds after the restore replays the channel state."""
+    """What each new task's channel from source 0 holds after the restore replays the channel state
+    of ``parallelism_before`` old tasks (one list of (channel, element) each)."""
     from types import SimpleNamespace
 
-    from streamproof.impl.graph.job import Job
-    from streamproof.impl.graph.checkpoint_coordinator import CompletedCheckpoint
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.graph.sim import graph_spec_of
 
-    job = Job(JobSpec([[], []], lambda: WindowSum(10), parallelism=parallelism_after, max_parallelism=16))
-    snapshots = [SimpleNamespace(subtask_index=i, channel_state=state) for i, state in enumerate(channel_state)]
-    job._replay_channel_state(CompletedCheckpoint(1, [0, 0], snapshots, parallelism_before))
-    return [list(task.inputs[0]) for task in job.tasks]
+    job = GraphJob(graph_spec_of(JobSpec([[], []], lambda: WindowSum(10), parallelism=parallelism_after,
+                                         max_parallelism=16)))
+    chain = job.graph.chain_of["keyed-process"]
+    snapshots = [SimpleNamespace(vertex=chain, vertex_subtask=i, channels=[("source", 0), ("source", 1)],
+                                 channel_state=state) for i, state in enumerate(channel_state)]
+    job._replay_in_flight(snapshots, parallelism_before == parallelism_after)
+    return [list(task.inputs[task.channel_index[("source", 0)]]) for task in job.tasks]
 
 
 def test_unaligned_recovery_replays_in_flight_watermarks_in_order():

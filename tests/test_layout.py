@@ -207,3 +207,191 @@ def test_every_package_folder_is_installed_under_streamproof():
     on_disk = {module_name(init) for folder in MAPPED for init in (REPO / folder).rglob("__init__.py")}
     assert set(config["packages"]) == on_disk | set(data_only)
     assert all(p == "streamproof" or p.startswith("streamproof.") for p in config["packages"])
+
+
+# ------------------------------------------------------------------- impl/'s packages and layers
+
+# impl/'s packages (impl/__init__.py and docs/architecture.md): each imports only those before it
+IMPL_LAYERS = ("state", "timers", "operators", "tasks", "graph")
+# the operator-coordinator event valve stands apart: it imports none of the layers, and of them
+# only these may import it (none does today: grep -rn "impl.coordination" impl/)
+IMPL_APART = "coordination"
+IMPORTS_COORDINATION: frozenset[str] = frozenset()
+IMPL_PACKAGES = (*IMPL_LAYERS, IMPL_APART)
+
+
+def impl_package_of(name: str) -> str | None:
+    """The impl package of an installed module name: ``streamproof.impl.tasks.mailbox`` -> tasks;
+    None outside impl/ and for ``streamproof.impl`` itself."""
+    parts = name.split(".")
+    return parts[2] if parts[:2] == ["streamproof", "impl"] and len(parts) > 2 else None
+
+
+def impl_layer_break(importer: str, imported: str) -> str | None:
+    """Why ``importer`` (an impl module) may not import ``imported``; None when it may."""
+    here, there = impl_package_of(importer), impl_package_of(imported)
+    if here is None or there is None or here == there or there not in IMPL_PACKAGES:
+        return None
+    if here == IMPL_APART:
+        return f"{IMPL_APART} imports no other impl package"
+    if there == IMPL_APART:
+        return None if here in IMPORTS_COORDINATION else f"{here} may not import {IMPL_APART}"
+    if here in IMPL_LAYERS and IMPL_LAYERS.index(there) > IMPL_LAYERS.index(here):
+        return f"{here} imports the later layer {there} (order: {' < '.join(IMPL_LAYERS)})"
+    return None
+
+
+def impl_layer_breaks(importer: str, names: list[tuple[str, int]]) -> list[str]:
+    """The imports of one impl module (``imported_names``) that break the layer rule."""
+    return [f"line {line}: {name}: {why}" for name, line in names
+            if (why := impl_layer_break(importer, name)) is not None]
+
+
+def package_doc_problems(docstring: str | None) -> list[str]:
+    """What an impl package's ``__init__`` docstring lacks: the Flink package it mirrors and what
+    it leaves out."""
+    if not docstring:
+        return ["no docstring"]
+    problems = []
+    if "org.apache.flink" not in docstring:
+        problems.append("names no Flink package (org.apache.flink...)")
+    if "Left out" not in docstring:
+        problems.append("does not say what it leaves out (\"Left out: ...\")")
+    return problems
+
+
+def impl_module_misplaced(rel: Path) -> str | None:
+    """Why a file of impl/ (relative to impl/) is not where the package map puts it."""
+    if rel == Path("__init__.py"):
+        return None
+    if len(rel.parts) != 2 or rel.parts[0] not in IMPL_PACKAGES:
+        return f"impl/{rel.as_posix()}: not in one of impl/'s packages ({', '.join(IMPL_PACKAGES)})"
+    return None
+
+
+def test_impl_is_exactly_its_six_packages():
+    impl = REPO / "impl"
+    packages = sorted(p.parent.name for p in impl.glob("*/__init__.py"))
+    assert packages == sorted(IMPL_PACKAGES)
+    folders = sorted(p.name for p in impl.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == sorted(IMPL_PACKAGES), "a folder of impl/ that is not one of its packages"
+    misplaced = [why for p in files("impl") if (why := impl_module_misplaced(p.relative_to(impl)))]
+    assert not misplaced, "\n".join(misplaced)
+
+
+@pytest.mark.parametrize("package", IMPL_PACKAGES)
+def test_each_impl_package_says_what_of_flink_it_mirrors_and_leaves_out(package):
+    init = REPO / "impl" / package / "__init__.py"
+    problems = package_doc_problems(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))))
+    assert not problems, f"impl/{package}/__init__.py's docstring: " + "; ".join(problems)
+
+
+def test_impl_layers():
+    broken = [f"{p.relative_to(REPO)} {b}" for p in files("impl")
+              for b in impl_layer_breaks(module_name(p), imported_names(p))]
+    assert not broken, "impl/'s layer rule broken:\n" + "\n".join(broken)
+
+
+def test_the_impl_package_checks_bite(tmp_path):
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("from streamproof.impl.state import key_groups\n\n\ndef later():\n"
+                    "    from streamproof.impl.graph.sim import run_schedule\n")
+    assert impl_layer_breaks("streamproof.impl.timers.fake", imported_names(lazy)) == [
+        "line 5: streamproof.impl.graph.sim: timers imports the later layer graph "
+        "(order: state < timers < operators < tasks < graph)",
+        "line 5: streamproof.impl.graph.sim.run_schedule: timers imports the later layer graph "
+        "(order: state < timers < operators < tasks < graph)"]
+    assert impl_layer_breaks("streamproof.impl.graph.fake", imported_names(lazy)) == []
+    assert impl_layer_break("streamproof.impl.coordination.x", "streamproof.impl.state.key_groups")
+    assert impl_layer_break("streamproof.impl.graph.x", "streamproof.impl.coordination")
+    assert impl_layer_break("streamproof.impl.tasks.x", "streamproof.impl.tasks.mailbox") is None
+    assert impl_layer_break("streamproof.properties.x", "streamproof.impl.graph") is None
+    assert package_doc_problems('Tasks (Flink\'s ``org.apache.flink.streaming.runtime.tasks``).') == [
+        "does not say what it leaves out (\"Left out: ...\")"]
+    assert len(package_doc_problems("Tasks. Left out: network buffers.")) == 1
+    assert package_doc_problems(None) == ["no docstring"]
+    assert package_doc_problems("``org.apache.flink.runtime.state``.\n\nLeft out: RocksDB.") == []
+    assert impl_module_misplaced(Path("job.py"))
+    assert impl_module_misplaced(Path("tasks/deeper/x.py"))
+    assert impl_module_misplaced(Path("tasks/mailbox.py")) is None
+
+
+# -------------------------------------------------------------------------------- module size
+
+MAX_LINES = 500
+# the folders whose modules are held to MAX_LINES: the installed code, streamproof/flink/ included
+# (PyFlink's API written here, not copied); tests/, benchmarks/ and examples/ are not held to it
+SIZED = ("model", "impl", "properties", "spark_harness", "streamproof", "flink")
+
+
+def size_problem(path: Path, limit: int = MAX_LINES) -> str | None:
+    """Why ``path`` is too long: more than ``limit`` lines and no line of its module docstring
+    starting with ``Size:`` and a reason; None when it is not."""
+    text = path.read_text(encoding="utf-8")
+    lines = len(text.splitlines())
+    if lines <= limit:
+        return None
+    docstring = ast.get_docstring(ast.parse(text, str(path))) or ""
+    if any(line.strip().startswith("Size:") and line.strip()[len("Size:"):].strip()
+           for line in docstring.splitlines()):
+        return None
+    return (f"{lines} lines (more than {limit}): split it, or give the reason it is one module in a line of its "
+            "docstring starting with 'Size:'")
+
+
+LONG_MODULES = [p for folder in SIZED for p in files(folder)
+                if len(p.read_text(encoding="utf-8").splitlines()) > MAX_LINES]
+
+
+@pytest.mark.parametrize("path", LONG_MODULES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_a_long_module_says_why(path):
+    problem = size_problem(path)
+    assert problem is None, f"{path.relative_to(REPO)}: {problem}"
+
+
+def test_the_size_check_bites(tmp_path):
+    def module(name: str, docstring: str, lines: int) -> Path:
+        path = tmp_path / name
+        head = f'"""{docstring}"""\n'
+        path.write_text(head + "x = 1\n" * (lines - len(head.splitlines())))
+        return path
+
+    assert size_problem(module("short.py", "Short.", MAX_LINES)) is None
+    assert size_problem(module("long.py", "Long, for no reason.", MAX_LINES + 1)).startswith(f"{MAX_LINES + 1} lines")
+    assert size_problem(module("empty.py", "Long.\n\nSize:\n", MAX_LINES + 1)) is not None
+    assert size_problem(module("mentioned.py", "Long. See Size: below.", MAX_LINES + 1)) is not None
+    assert size_problem(module("why.py", "Long.\n\nSize: one class, kept whole.\n", MAX_LINES + 1)) is None
+    assert size_problem(module("no_docstring.py", "", MAX_LINES + 1)) is not None
+
+
+# ------------------------------------------------------------------ docs/architecture.md's picture
+
+
+def test_the_architecture_picture_is_the_code_s():
+    from tests import architecture
+
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    found = architecture.current_block(doc)
+    assert found is not None, f"docs/architecture.md lost its markers {architecture.BEGIN!r} ... {architecture.END!r}"
+    assert found == architecture.block(), (
+        "docs/architecture.md's picture is not what the code's imports give now: run "
+        "python -m tests.architecture --write (and read the diff: a new arrow is a new dependency)")
+
+
+def test_the_architecture_picture_bites():
+    from tests import architecture
+
+    edges = architecture.edges_from({
+        "streamproof.impl.timers.x": ["streamproof.impl.state.key_groups", "streamproof.impl.timers.y", "heapq"],
+        "streamproof.impl.graph.sim": ["streamproof.impl", "streamproof.impl.tasks.mailbox.Mail"],
+        "streamproof.properties.a": ["streamproof.model.valve", "streamproof.flink.adapter", "streamproof.impl.x"],
+        "streamproof.cli": ["streamproof.spark_harness.campaign"],
+    })
+    assert edges == [("impl.graph", "impl.tasks"), ("impl.timers", "impl.state"), ("properties", "flink"),
+                     ("properties", "model"), ("streamproof", "spark_harness")]
+    picture = architecture.mermaid(edges, ["state", "timers"])
+    assert '    impl_state["impl/state/"]' in picture and "  impl_timers --> impl_state" in picture
+    doc = f"# T\n\n{architecture.BEGIN}\nold\n{architecture.END}\n\ntext\n"
+    assert architecture.replace_block(doc, "NEW") == "# T\n\nNEW\n\ntext\n"
+    with pytest.raises(ValueError):
+        architecture.replace_block("# no markers\n", "NEW")

@@ -367,9 +367,9 @@ def test_end_of_stream_co_group_results_carry_max_timestamp_into_a_following_win
     from collections import Counter
 
     from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
-    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.graph.sim import simulate
     from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.model.job import MAX_TIME, graph_reference
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
@@ -386,7 +386,7 @@ def test_end_of_stream_co_group_results_carry_max_timestamp_into_a_following_win
     nodes = [OperatorNode(n, k, 1, f, True, False, False, "default") for n, k, f in ops]
     graph = with_declared_attributes(JobGraph(nodes, [Edge(a, b, p) for a, b, p in edges]))
     inputs = [[StreamRecord(k, v, ts) for _, k, v, ts in sources[0][:3]] + [Watermark(3)]]
-    run = simulate_graph(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
+    run = simulate(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
     assert Counter(run.committed) == want
 
 
@@ -574,9 +574,9 @@ def test_the_timer_mail_delay_counts_the_mailbox_steps_a_starved_timer_waited():
     until a checkpoint's urgent mail. Kills impl/tasks/operator_chain.py:550 (``ChainTask.run_step``)
     ``self.steps += 1`` -> ``self.steps = 1`` (every delay 0 or 1)."""
     from streamproof.impl.graph.job_graph import one_stage_graph
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
-    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.graph.sim import simulate
     from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.bugzoo import get_variant
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
@@ -585,10 +585,10 @@ def test_the_timer_mail_delay_counts_the_mailbox_steps_a_starved_timer_waited():
     graph = with_declared_attributes(one_stage_graph("processing_buffer", 1, 1))
     inputs = [[StreamRecord(k, i, i) for i, k in enumerate("abcabcabcabc")] + [Watermark(20)]]
     spec = GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}, checkpoint_interval=5)
-    plain = simulate_graph(spec, 0)
+    plain = simulate(spec, 0)
     assert plain.metrics["timer_delays"] and max(plain.metrics["timer_delays"]) <= 1
     with get_variant("processing-timer-mail-starved-by-urgent-batching").patch():
-        starved = simulate_graph(spec, 0)
+        starved = simulate(spec, 0)
     assert max(starved.metrics["timer_delays"]) >= 10
     assert len(plain.committed) == len(starved.committed) == 12
 
@@ -600,9 +600,9 @@ def test_a_broadcast_side_output_keeps_the_broadcast_records_timestamp():
     instead: the no-timestamp marker)."""
     from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
     from streamproof.impl.tasks.stream_elements import SecondInput
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
-    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.graph.sim import simulate
     from streamproof.impl.tasks.stream_task import Watermark
 
     class Rules(KeyedProcessFunction):
@@ -613,7 +613,7 @@ def test_a_broadcast_side_output_keeps_the_broadcast_records_timestamp():
                       OperatorNode("b", "keyed_process", 1, "rules"), OperatorNode("sink", "sink", 1)],
                      [Edge("events", "b", "keyed"), Edge("rules", "b", "broadcast", input=2), Edge("b", "sink")])
     inputs = [[StreamRecord("a", 1, 5), Watermark(10)], [StreamRecord(None, 9, 7), Watermark(10)]]
-    run = simulate_graph(GraphJobSpec(graph, inputs, {"rules": Rules}), 0)
+    run = simulate(GraphJobSpec(graph, inputs, {"rules": Rules}), 0)
     assert sorted(run.committed) == [("event", 1), ("rule", 9)]
     emitted = sorted(e[1:3] for _, _, name, log, _ in run.metrics["keyed_logs"] if name == "b"
                      for e in log if e[0] == "record")
@@ -653,9 +653,9 @@ def test_back_pressure_keeps_every_channel_within_its_capacity(monkeypatch):
     no back-pressure, the channel fills up)."""
     from streamproof.impl.tasks.operator_chain import ChainTask
     from streamproof.impl.graph.job_graph import one_stage_graph
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
-    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.graph.sim import simulate
     from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
@@ -669,7 +669,7 @@ def test_back_pressure_keeps_every_channel_within_its_capacity(monkeypatch):
     monkeypatch.setattr(ChainTask, "receive", measured)
     inputs = [[StreamRecord("abc"[i % 3], i, i) for i in range(60)] + [Watermark(100)]]
     for seed in range(2):
-        run = simulate_graph(GraphJobSpec(one_stage_graph("window_sum", 1, 1), inputs,
+        run = simulate(GraphJobSpec(one_stage_graph("window_sum", 1, 1), inputs,
                                           {**FUNCTIONS, **STATELESS_FUNCTIONS}, channel_capacity=2), seed)
         assert len(run.committed) == 18 and peak[0] == 2
 
@@ -681,7 +681,8 @@ def test_a_task_that_restored_nothing_has_the_lineage_of_the_records_it_read():
     import random
 
     from streamproof.impl.graph.job_graph import one_stage_graph
-    from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
     from streamproof.impl.graph.sim import run_schedule
     from streamproof.impl.tasks.stream_task import Watermark
@@ -703,9 +704,9 @@ def test_a_side_output_edge_gets_its_tags_values_unwrapped_and_the_main_edge_the
     unwrapped, the untagged edge only the main output. Kills impl/graph/job_runtime.py:652 (``_routed``)
     ``value[1] == tag`` -> ``value[1] != tag`` (the tagged edge would get the other tags only)."""
     from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
-    from streamproof.impl.graph.sim import simulate_graph
+    from streamproof.impl.graph.sim import simulate
     from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
@@ -714,7 +715,7 @@ def test_a_side_output_edge_gets_its_tags_values_unwrapped_and_the_main_edge_the
            OperatorNode("main", "sink", 1), OperatorNode("odd", "sink", 1)]
     graph = JobGraph(ops, [Edge("src", "w", "keyed"), Edge("w", "main"), Edge("w", "odd", tag="odd")])
     inputs = [[StreamRecord("a", 1, 1), StreamRecord("b", 2, 2), StreamRecord("a", 2, 3), Watermark(30)]]
-    run = simulate_graph(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
+    run = simulate(GraphJobSpec(graph, inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS}), 0)
     assert sorted(run.committed) == [("a", 9, 3), ("b", 9, 2)]  # a's odd sum via the tagged edge, unwrapped
 
 
@@ -725,9 +726,9 @@ def test_a_rescale_changes_the_parallelism_of_a_chain_joined_by_forward_edges():
     impl/graph/job_runtime.py:593 (``GraphJob.failover``) ``kind == "source"`` -> ``kind != "source"`` (the
     chain would keep its parallelism: no rescale at all)."""
     from streamproof.impl.graph.job_graph import one_stage_graph
-    from streamproof.impl.graph.job_runtime import GraphJobSpec
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import StreamRecord
-    from streamproof.impl.graph.sim import Fault, simulate_graph
+    from streamproof.impl.graph.sim import Fault, simulate
     from streamproof.impl.tasks.stream_task import Watermark
     from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 
@@ -735,7 +736,7 @@ def test_a_rescale_changes_the_parallelism_of_a_chain_joined_by_forward_edges():
     spec = GraphJobSpec(one_stage_graph("window_sum", 1, 1), inputs, {**FUNCTIONS, **STATELESS_FUNCTIONS},
                         checkpoint_interval=3)
     for operator in ("process", None):
-        run = simulate_graph(spec, 0, (Fault("rescale", at=20, parallelism=3, operator=operator),))
+        run = simulate(spec, 0, (Fault("rescale", at=20, parallelism=3, operator=operator),))
         assert len(run.faults_applied) == 1 and len(run.committed) == 9
         assert run.metrics["layouts"][-1] == {"source": 1, "process -> sink": 3}
 
@@ -748,7 +749,8 @@ def test_a_rescale_restores_every_in_flight_broadcast_record_of_an_unaligned_che
     ``break`` (everything after the first broadcast record of a snapshot dropped)."""
     from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
     from streamproof.impl.tasks.stream_elements import SecondInput
-    from streamproof.impl.graph.job_runtime import GraphJob, GraphJobSpec
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.graph.job import GraphJobSpec
     from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
     from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 

@@ -1,7 +1,7 @@
-"""Certify's runtime for one operator is the job-graph runtime (impl/graph/one_operator_job.py): the
-one-operator graph keeps what the one-stage runtime gave certification (exactly-once output, the
-lineage of every input element, per key-group histories, timer metrics), checked against the
-one-stage runtime on random jobs and on replays of each other's lineage."""
+"""A one-stage job runs as its one-operator job graph on the one job runtime
+(``impl.graph.sim.graph_spec_of``): it keeps what certification reads of a one-stage run
+(exactly-once output, the lineage of every input element, per key-group histories, timer metrics),
+checked against the model on random jobs and on replays of a run's own lineage."""
 
 import dataclasses
 from collections import Counter
@@ -9,8 +9,7 @@ from collections import Counter
 from hypothesis import HealthCheck, event, given, settings
 
 from streamproof.impl.graph.job_runtime import GraphJob
-from streamproof.impl.graph.one_operator_job import graph_spec_of, simulate_one_operator
-from streamproof.impl.graph.sim import simulate
+from streamproof.impl.graph.sim import graph_spec_of, simulate
 from streamproof.properties.job.catalogue import job_scenarios
 from streamproof.properties.job.check import _spec, model_reference
 from streamproof.properties.job.steps import faults_of, job_params
@@ -22,7 +21,7 @@ SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_heal
 @given(job_scenarios())
 def test_the_one_operator_graph_commits_the_model_reference_under_faults(scenario):
     seed, faults = job_params(scenario)["seed"], faults_of(scenario)
-    run = simulate_one_operator(_spec(scenario, None), seed, faults)
+    run = simulate(_spec(scenario, None), seed, faults)
     event(f"failovers: {min(run.failovers, 2)}")
     assert Counter(run.committed) == model_reference(scenario)
 
@@ -35,22 +34,21 @@ def _replay(spec, lineage):
 
 @SETTINGS
 @given(job_scenarios())
-def test_each_runtime_replays_the_others_lineage_to_the_same_histories(scenario):
-    """The lineage of every input element one runtime recorded, replayed on the other, consumes
-    the input in that order: the same lineage, the same per key-group histories, the same output
-    and the same timers fired before the end of input."""
+def test_a_replay_of_a_runs_lineage_gives_the_same_histories(scenario):
+    """The lineage of every input element a run recorded, replayed without faults, consumes the
+    input in that order: the same lineage, the same per key-group histories, the same output and
+    the same timers fired before the end of input."""
     seed = job_params(scenario)["seed"]
     spec = _spec(scenario, False)
-    one_stage, graph = simulate(spec, seed), simulate_one_operator(spec, seed)
-    for recorded, replay_on in ((one_stage, simulate_one_operator), (graph, simulate)):
-        assert recorded.lineage is not None
-        replayed = replay_on(_replay(spec, recorded.lineage), seed)
-        assert replayed.lineage == recorded.lineage
-        assert replayed.histories == recorded.histories
-        assert Counter(replayed.committed) == Counter(recorded.committed)
-        assert replayed.timers_before_end == recorded.timers_before_end
-        assert replayed.event_timers_before_end == recorded.event_timers_before_end
-    event(f"timers fired before the end: {bool(graph.timers_before_end)}")
+    recorded = simulate(spec, seed)
+    assert recorded.lineage is not None
+    replayed = simulate(_replay(spec, recorded.lineage), seed)
+    assert replayed.lineage == recorded.lineage
+    assert replayed.histories == recorded.histories
+    assert Counter(replayed.committed) == Counter(recorded.committed)
+    assert replayed.timers_before_end == recorded.timers_before_end
+    assert replayed.event_timers_before_end == recorded.event_timers_before_end
+    event(f"timers fired before the end: {bool(recorded.timers_before_end)}")
 
 
 def test_a_restore_brings_back_histories_lineage_and_timers():
@@ -70,10 +68,10 @@ def test_a_restore_brings_back_histories_lineage_and_timers():
 
     elements = [StreamRecord(k, k, t) for t, k in enumerate("abcdabcd")] + [Watermark(20)]
     spec = JobSpec([elements], Remind, parallelism=2, checkpoint_interval=3)
-    run = simulate_one_operator(spec, 7, (Fault("fail", at=25, checkpoints=1),))
+    run = simulate(spec, 7, (Fault("fail", at=25, checkpoints=1),))
     assert run.failovers == 1 and run.restored_timers > 0 and run.snapshots_with_timers > 0
     assert run.lineage is not None and any(run.histories.values())
-    replay = simulate_one_operator(_replay(spec, run.lineage), 7)
+    replay = simulate(_replay(spec, run.lineage), 7)
     assert replay.histories == run.histories
     assert Counter(run.committed) == Counter(replay.committed) == Counter((k, t + 5) for t, k in enumerate("abcdabcd"))
 

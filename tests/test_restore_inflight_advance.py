@@ -7,7 +7,7 @@ ProcessingTimeAdvance: the restored clock missed it)."""
 
 from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.graph.job import JobSpec
-from streamproof.impl.graph.one_operator_job import graph_spec_of
+from streamproof.impl.graph.sim import graph_spec_of
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
 from streamproof.impl.tasks.stream_task import ProcessingTimeAdvance, TaskConfig
 
@@ -56,31 +56,3 @@ def test_a_finished_task_waits_for_a_checkpoint_snapshotted_after_its_end():
     assert list(restored.inherited).count(0) == 3  # the advance, MAX_WATERMARK and EndOfData of channel 0
     assert snapshot.processing_time == 100 and snapshot.channel_state == []
     assert still_finished and ended == first.TERMINATED
-
-
-def test_the_one_stage_runtime_also_waits_for_a_checkpoint_snapshotted_after_the_end():
-    from streamproof.impl.graph.job import Job
-
-    spec = JobSpec([[ProcessingTimeAdvance(100)], []], Nothing, parallelism=2, checkpoint_interval=10**9,
-                   config=TaskConfig(unaligned_checkpoints=True), processing_time="input",
-                   ended_sources_finished_on_restore=True)
-    job = Job(spec)
-    first, second = job.tasks
-    job.sources[1].emit_next()              # MAX_WATERMARK, EndOfData on channel 1
-    job.coordinator.trigger(1)              # checkpoint 1: a barrier on channel 0 only
-    job.sources[0].emit_next()              # the advance, after the barrier
-    job.sources[0].emit_next()              # MAX_WATERMARK, EndOfData on channel 0
-    _run_until_idle(first)                  # snapshot at the barrier (clock 0), the advance, the end
-    assert first.state == first.FINISHED
-    _run_until_idle(second, stop=lambda: job.coordinator.completed_count == 1)
-    assert job.coordinator.completed_count == 1
-    _run_until_idle(first)                  # checkpoint 1's notification: not the final checkpoint
-    assert first.state == first.FINISHED
-    job.coordinator.trigger(2)
-    _run_until_idle(first)
-    _run_until_idle(second)
-    assert job.coordinator.completed_count == 2
-    _run_until_idle(first)                  # checkpoint 2's notification: the final checkpoint
-    assert first.state == first.TERMINATED
-    snapshot = next(s for s in job.coordinator.latest().task_snapshots if s.subtask_index == 0)
-    assert snapshot.processing_time == 100 and snapshot.channel_state == []

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streamproof.impl.graph.job import Job, JobSpec, PeriodicWatermark, SourceTask
+from streamproof.impl.graph.job import JobSpec, PeriodicWatermark
+from streamproof.impl.graph.sources import SourceTask
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
-from streamproof.impl.graph.sim import Fault, simulate
+from streamproof.impl.graph.sim import Fault, ObservedGraphJob, graph_spec_of, simulate
 from streamproof.impl.tasks.stream_task import EndOfData, TaskConfig, Watermark
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.properties.job.functions import WindowSum
@@ -72,13 +73,18 @@ def finish(job):
         pump(job)
 
 
+def one_stage_job(spec: JobSpec) -> ObservedGraphJob:
+    """The one-stage job as it runs: its one-operator job graph on the job runtime."""
+    return ObservedGraphJob(graph_spec_of(spec))
+
+
 # a tick after the first two records (watermark 4), a record, [checkpoint], then records only
 STEPS = [record(1), record(5), watermark(4), record(12, "b"), record(30, "c"), record(31, "c"), record(40, "d")]
 REFERENCE = Counter([("a", 9, 2), ("b", 19, 1), ("c", 39, 2), ("d", 49, 1)])
 
 
 def restored_after_last_tick(s):
-    job = Job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0))
+    job = one_stage_job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0))
     emit(job, 0, 4)  # r1 r5 tick r12
     checkpoint(job)
     emit(job, 0, 1)  # r30, lost with the failure
@@ -93,7 +99,7 @@ def restored_after_last_tick(s):
 def test_restored_timers_fire_at_the_regenerated_watermark_before_end_of_input():
     job, restored = restored_after_last_tick(scenario(STEPS, watermark_bound=0))
     assert Counter(job.external.output()) == REFERENCE
-    log = restored.output_log
+    log = restored.keyed[0].log  # the keyed operator's output (the chain's tail is its sink)
     # the restarted generator ticks after the first replayed record (30): 30 - 0 - 1
     marks = [e[1] for e in log if e[0] == "watermark"]
     assert marks == [29, MAX_WATERMARK]
@@ -105,7 +111,7 @@ def test_restored_timers_fire_at_the_regenerated_watermark_before_end_of_input()
 def test_without_the_param_restored_timers_wait_for_end_of_input():
     job, restored = restored_after_last_tick(scenario(STEPS))
     assert Counter(job.external.output()) == REFERENCE
-    assert [e[1] for e in restored.output_log if e[0] == "watermark"] == [MAX_WATERMARK]
+    assert [e[1] for e in restored.keyed[0].log if e[0] == "watermark"] == [MAX_WATERMARK]
     assert restored.timers_fired_before_end_of_input() == 0
 
 
@@ -250,7 +256,7 @@ ENDED = [record(1, "a"), record(4, "b", 1), watermark(3, 1), record(12, "a"), wa
 
 
 def ended_before_the_checkpoint(s, **overrides):
-    job = Job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0, **overrides))
+    job = one_stage_job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0, **overrides))
     emit(job, 1, 3)  # source 1: its record, its watermark, then MAX_WATERMARK and EndOfData
     assert job.sources[1].ended
     emit(job, 0, 1)
@@ -296,7 +302,7 @@ def test_off_an_ended_source_ends_again_when_the_scheduler_picks_it(s, overrides
 
 def test_a_source_that_ended_after_the_trigger_is_not_finished_on_restore():
     s = scenario([record(1, "a"), record(4, "b", 1)], sources=2, parallelism=1)
-    job = Job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0, ended_sources_finished_on_restore=True))
+    job = one_stage_job(spec_of(s, checkpoint_interval=10**9, async_mail_rate=0.0, ended_sources_finished_on_restore=True))
     emit(job, 1, 1)
     job.coordinator.trigger(job.now)  # barriers go out; source 1 ends after its barrier
     emit(job, 1, 1)

@@ -10,7 +10,7 @@ from streamproof.flink.datastream import KeyedProcessFunction, OutputTag
 from streamproof.flink.datastream.functions import ProcessFunction, ProcessWindowFunction
 from streamproof.flink.datastream.state import ValueStateDescriptor
 from streamproof.flink.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
-from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl import operators as impl
 from streamproof.testing import HarnessError, Record, Timer, Watermark
 
 LATE = OutputTag("late", Types.PICKLED_BYTE_ARRAY())

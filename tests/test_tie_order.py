@@ -7,11 +7,12 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streamproof.impl.graph.job import Job, JobSpec
+from streamproof.impl.graph.job import JobSpec
+from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.state.key_groups import KeyGroupRange, assign_to_key_group
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet
-from streamproof.impl.graph.sim import Fault, simulate
+from streamproof.impl.graph.sim import Fault, graph_spec_of, simulate
 from streamproof.impl.timers.snapshots import restore_from_snapshots
 from streamproof.impl.tasks.stream_task import TaskConfig, Watermark
 from streamproof.impl.timers.internal_timer_service import TIE_ORDERS, KeyContext, TieOrderedQueueSet
@@ -187,8 +188,8 @@ def test_a_job_fires_its_ties_in_the_chosen_order():
         spec = JobSpec(one_window(), lambda: WindowSum(10), parallelism=1, timer_tie_order=tie_order)
         run = simulate(spec, 0)
         outputs[tie_order] = [e[1][0] for _, _, log in run.output_logs for e in log if e[0] == "record"]
-        job = Job(spec)
-        assert isinstance(job.tasks[0].operator.time_service_manager.services["user-timers"].event_time_timers_queue,
+        job = GraphJob(graph_spec_of(spec))
+        assert isinstance(job.tasks[0].keyed[0].operator.time_service_manager.services["user-timers"].event_time_timers_queue,
                           TieOrderedQueueSet) == (tie_order != "insertion")
     assert outputs["insertion"] == KEYS[:6]
     assert outputs["reversed"] == KEYS[:6][::-1]

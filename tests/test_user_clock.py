@@ -12,7 +12,7 @@ import types
 import pytest
 
 from streamproof.flink import adapt
-from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.impl import operators as impl
 from streamproof.impl.operators import user_clock
 from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord

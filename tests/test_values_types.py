@@ -136,7 +136,7 @@ def test_outputs_compare_by_value():
 
 
 def test_outputs_are_shown_readably():
-    from streamproof.properties.certify_checks import readable
+    from streamproof.properties.certify_runs import readable
 
     when = datetime.datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
     assert readable(canonical((when, Decimal("2.50")))) == \

@@ -13,10 +13,13 @@ from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
+from streamproof.impl.operators.end_of_stream import (
+    CoGroupWindowFunction, sorted_co_group, sorted_window_aggregate, tag_left, tag_right,
+)
+from streamproof.impl.operators.operator_attributes import OperatorAttributes, OperatorAttributesBuilder
 from streamproof.impl.operators.windows import (
-    GLOBAL_WINDOW, CoGroupWindowFunction, EndOfStreamTrigger, EventTimeTrigger, GlobalWindows, NeverTrigger,
-    OperatorAttributes, OperatorAttributesBuilder, SlidingEventTimeWindows, SumAggregate, TimeWindow,
-    TumblingEventTimeWindows, WindowOperator, sorted_co_group, sorted_window_aggregate, tag_left, tag_right,
+    GLOBAL_WINDOW, EndOfStreamTrigger, EventTimeTrigger, GlobalWindows, NeverTrigger, SlidingEventTimeWindows,
+    SumAggregate, TimeWindow, TumblingEventTimeWindows, WindowOperator,
 )
 
 MP = 128

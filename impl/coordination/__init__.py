@@ -1,4 +1,5 @@
-"""The operator-coordinator event valve: Flink's ``OperatorCoordinatorHolder`` and its gateways.
+"""The operator-coordinator event valve (Flink's ``org.apache.flink.runtime.operators.coordination``):
+``OperatorCoordinatorHolder`` and its gateways.
 
 An ``OperatorCoordinator`` runs on the JobManager and talks to the subtasks of its operator through
 one ``SubtaskGateway`` per subtask. Its checkpoint must line up with the subtasks' snapshots: the
@@ -43,6 +44,10 @@ Where each part lives (this module re-exports every name, so callers import from
 * :mod:`streamproof.impl.coordination.example`: :class:`SplitAssigningSourceCoordinator`, a user coordinator.
 
 RPCs to a task are FIFO and may fail with or without the task failing (:class:`SubtaskAccess`).
+
+Left out: several coordinators per job, concurrent checkpoints, speculative execution, savepoints
+and the content of events (the same abstractions as ``model/valve.py``). No other impl package
+imports this one: the valve runs on its own harness and pipeline (:mod:`.valve_pipeline`).
 """
 
 from __future__ import annotations

@@ -131,3 +131,28 @@ class CheckpointCoordinator:
         if bookkeeping is not None and any(p["acks"] for p in self.pending.values()):
             bookkeeping.counts["checkpoint aborted after a task's snapshot"] += 1
         self.pending.clear()
+
+
+class SavepointFailedError(RuntimeError):
+    """A savepoint Flink would decline (CheckpointFailureReason)."""
+
+
+class GraphCheckpointCoordinator(CheckpointCoordinator):
+    """FLIP-331: no checkpoint while a blocking-output chain runs or its result is still being
+    read (Flink declines with BLOCKING_OUTPUT_EXIST); every trigger is logged with that state."""
+
+    def maybe_trigger(self, now: int) -> bool:
+        if self.job.blocking_phase() and not self.job.spec.config.drain and self.stop_savepoint is None \
+                and all(s.exhausted or not s.deployed for s in self.job.sources):
+            raise SavepointFailedError("stop-with-savepoint failed: BLOCKING_OUTPUT_EXIST (a blocking-output "
+                                       "vertex has not finished)")
+        if self.job.blocking_phase():
+            if not self.pending and now >= self.next_trigger:
+                self.job.declined.append(now)
+                self.next_trigger = now + self.interval
+            return False
+        return super().maybe_trigger(now)
+
+    def trigger(self, now: int, savepoint: bool = False) -> int:
+        self.job.trigger_log.append((self.job.attempt, self.next_id, now, self.job.blocking_phase()))
+        return super().trigger(now, savepoint)

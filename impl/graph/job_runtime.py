@@ -1,5 +1,6 @@
-"""A job running a :class:`~streamproof.impl.graph.job_graph.JobGraph`: sources, chain tasks joined by forward
-and keyed channels, the checkpoint coordinator of :mod:`streamproof.impl.graph.job`, failover and
+"""The one job runtime: a job running a :class:`~streamproof.impl.graph.job_graph.JobGraph` (a one-stage
+job is its one-operator graph): sources, chain tasks joined by forward and keyed channels, the
+checkpoint coordinator of :mod:`streamproof.impl.graph.checkpoint_coordinator`, failover and
 per-stage rescaling.
 
 Channels: a task has one input channel per (upstream operator, upstream subtask) feeding it, a
@@ -8,27 +9,34 @@ the same subtask index (forward); watermarks, barriers and EndOfData go to every
 feeds. Failover restarts every task from the latest completed checkpoint (with keyed exchanges
 the pipelined region is the whole job); a rescale changes one chain's parallelism and that of the
 chains tied to it by forward edges. After a rescale, in-flight records of unaligned checkpoints
-are routed again and their watermarks are dropped (the next watermark supersedes them).
+are routed again and a merged channel gets the smallest watermark of its old buffers
+(:meth:`GraphJob._replay_safe_watermarks`).
+
+Size: one class, the runtime of every job (deployment, routing, blocking regions, restore,
+failover), kept whole as the one place that says how a job runs; how each task is wired is apart
+(:mod:`streamproof.impl.graph.task_wiring`).
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamproof.impl.graph.checkpoint_coordinator import (
-    CheckpointCoordinator,
     CompletedCheckpoint,
+    GraphCheckpointCoordinator,
 )
-from streamproof.impl.graph.job import (
-    MailboxTimers,
-    PeriodicWatermark,
-    SourceTask,
+from streamproof.impl.graph.job import GraphJobSpec
+from streamproof.impl.graph.sources import GraphSourceTask
+from streamproof.impl.graph.task_wiring import (
+    TimedMailboxTimers,
+    chained_output,
+    input_clock,
     interrupt_check,
+    network_output,
+    routed_output,
 )
-from streamproof.impl.graph.job_graph import JobGraph
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
 from streamproof.impl.state.key_groups import (
@@ -37,7 +45,6 @@ from streamproof.impl.state.key_groups import (
     compute_operator_index_for_key_group,
 )
 from streamproof.impl.tasks.chained_operators import (
-    WATERMARK_MODES,
     BroadcastProcessOperator,
     KeyedBroadcastOperator,
     KeyedOperator,
@@ -50,136 +57,7 @@ from streamproof.impl.tasks.chained_operators import (
 )
 from streamproof.impl.tasks.operator_chain import ChainTask
 from streamproof.impl.tasks.stream_elements import EndOfData, SecondInput, Watermark
-from streamproof.impl.tasks.task_state import TaskConfig
 from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
-
-
-@dataclass
-class GraphJobSpec:
-    """What to run: the graph, per source subtask its elements, a factory per function name."""
-
-    graph: JobGraph
-    sources: list[list]
-    functions: dict[str, Callable]  # keyed: () -> KeyedProcessFunction; stateless: (key, value) -> pairs
-    max_parallelism: int = 16
-    checkpoint_interval: int = 20
-    config: TaskConfig = field(default_factory=TaskConfig)
-    channel_capacity: int = 4
-    async_mail_rate: float = 0.3
-    watermark_mode: str = "corrected"  # or "flink-2.3": the watermark processor as Flink 2.3 ships it
-    slots: int | None = None  # task slots of the cluster (None: enough for every task at once)
-    # per source operator of a captured job, what its task does with each element it reads
-    programs: dict[str, "SourceProgram"] = field(default_factory=dict)
-    eager_sources: bool = False  # sources run ahead whenever they can (records queued while timers fire)
-    # "steps": processing time is the simulation step (it depends on the schedule); "input": each
-    # task's clock moves only with the ProcessingTimeAdvance elements of its input (forwarded to the
-    # tasks it feeds) and is restored with its checkpoint
-    processing_time: str = "steps"
-    # input-driven processing time: how much of it passes while the job restarts (a restored task's
-    # clock resumes this much after its snapshot's: wall-clock time goes on during a failover)
-    restore_clock_gap: int = 0
-    # a failure-free replay: per (chain, subtask), the channels its records come from, in order
-    forced_lineage: dict | None = None
-    # ... or the channels of every input element it consumes, in order (the one-stage lineage)
-    forced_elements: dict | None = None
-    # what the one-stage runtime (impl.job.JobSpec) also does, for a one-operator graph run as it
-    # (impl.one_operator_job): the order of equal-timestamp timers (impl.timers.TIE_ORDERS), the
-    # counterfactual restore of watermarks, per key-group histories of keyed heads, and FLIP-147
-    # sources restored as finished when they had ended at the checkpoint
-    timer_tie_order: str = "insertion"
-    restore_watermarks: bool = False
-    histories: bool = False
-    ended_sources_finished_on_restore: bool = False
-    retained_checkpoints: int | None = 1  # as impl.job.JobSpec's
-
-    def __post_init__(self) -> None:
-        if self.watermark_mode not in WATERMARK_MODES:
-            raise ValueError(f"watermark_mode must be one of {', '.join(WATERMARK_MODES)}, got {self.watermark_mode!r}")
-        if len(self.sources) != len(self.graph.source_subtasks()):
-            raise ValueError(f"{len(self.sources)} source inputs for {len(self.graph.source_subtasks())} source subtasks")
-
-
-@dataclass
-class SourceProgram:
-    """What a captured job's source task does with each record it reads (the operators Flink
-    chains to the source, run inside its task): ``functions`` (stateless, each ``value -> list of
-    values``), then the timestamp assigner (``(value, record timestamp) -> int``; None: records keep
-    theirs) and the watermark generator: ``bound`` ms of out-of-orderness (None: no watermarks
-    but the end of input's). Watermarks leave at the source's ``PeriodicWatermark`` elements (its
-    emission points); the generator restarts with the task, as Flink's."""
-
-    functions: list = field(default_factory=list)
-    assigner: Callable | None = None
-    bound: int | None = 0
-
-    def records(self, record: StreamRecord) -> list[StreamRecord]:
-        values = [record.value]
-        for function in self.functions:
-            values = [out for value in values for out in function(value)]
-        if self.assigner is None:
-            return [StreamRecord(None, value, record.timestamp) for value in values]
-        return [StreamRecord(None, value, _timestamp(self.assigner(value, record.timestamp))) for value in values]
-
-
-def _timestamp(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise TypeError(f"the timestamp assigner returned {value!r}, not an integer (ms)")
-    return value
-
-
-class GraphSourceTask(SourceTask):
-    """A source subtask (global index ``index``) writing to every edge of its source operator."""
-
-    deployed = True  # set by the scheduler (FLIP-331: a source behind a blocking region waits)
-
-    @property
-    def program(self) -> SourceProgram | None:
-        return self.job.spec.programs.get(self.job.graph.source_subtasks()[self.index][0])
-
-    def is_runnable(self) -> bool:
-        if self.ended or self.exhausted or not self.deployed:
-            return False
-        if self.offset < len(self.elements) and isinstance(self.elements[self.offset], StreamRecord):
-            operator, subtask = self.job.graph.source_subtasks()[self.index]
-            return self.job.has_capacity(operator, subtask, self.elements[self.offset],
-                                         any_target=self.program is not None)
-        return True
-
-    def emit_next(self) -> None:
-        program = self.program
-        if self.offset < len(self.elements) and program is not None:
-            self._emit_with(program)
-            return
-        super().emit_next()  # records through _send(), the rest (end of input too) through broadcast()
-
-    def _send(self, record: StreamRecord) -> None:
-        self.job.write(*self.job.graph.source_subtasks()[self.index], record)
-
-    def _emit_with(self, program: SourceProgram) -> None:
-        """A captured job's source: records through its chained functions and timestamp assigner,
-        watermarks from its generator at the emission points (none without a bound)."""
-        element = self.elements[self.offset]
-        self.offset += 1
-        if isinstance(element, PeriodicWatermark):
-            if program.bound is not None:
-                self.tick(program.bound)
-            return
-        if not isinstance(element, StreamRecord):
-            self.job.broadcast(self.index, element)
-            return
-        operator, subtask = self.job.graph.source_subtasks()[self.index]
-        for record in program.records(element):
-            if record.timestamp <= self.generated and program.bound is not None:
-                self.job.events.append(("late-at-source", self.index, self.offset - 1, record.timestamp,
-                                        self.generated))
-            self.job.write(operator, subtask, record)
-            if self.max_timestamp is None or record.timestamp > self.max_timestamp:
-                self.max_timestamp = record.timestamp
-        if self.restart_tick is not None and self.restart_tick[0] == self.offset - 1 and program.bound is not None:
-            self.tick(program.bound)
-            self.job.events.append(("regenerated-watermark", self.index, self.offset - 1, self.generated))
 
 
 class KeySelectorError(RuntimeError):
@@ -188,31 +66,6 @@ class KeySelectorError(RuntimeError):
 
 class NoResourceAvailableError(RuntimeError):
     """A pipelined region needs more slots than the cluster has (Flink's NoResourceAvailableException)."""
-
-
-class SavepointFailedError(RuntimeError):
-    """A savepoint Flink would decline (CheckpointFailureReason)."""
-
-
-class GraphCheckpointCoordinator(CheckpointCoordinator):
-    """FLIP-331: no checkpoint while a blocking-output chain runs or its result is still being
-    read (Flink declines with BLOCKING_OUTPUT_EXIST); every trigger is logged with that state."""
-
-    def maybe_trigger(self, now: int) -> bool:
-        if self.job.blocking_phase() and not self.job.spec.config.drain and self.stop_savepoint is None \
-                and all(s.exhausted or not s.deployed for s in self.job.sources):
-            raise SavepointFailedError("stop-with-savepoint failed: BLOCKING_OUTPUT_EXIST (a blocking-output "
-                                       "vertex has not finished)")
-        if self.job.blocking_phase():
-            if not self.pending and now >= self.next_trigger:
-                self.job.declined.append(now)
-                self.next_trigger = now + self.interval
-            return False
-        return super().maybe_trigger(now)
-
-    def trigger(self, now: int, savepoint: bool = False) -> int:
-        self.job.trigger_log.append((self.job.attempt, self.next_id, now, self.job.blocking_phase()))
-        return super().trigger(now, savepoint)
 
 
 class GraphJob:
@@ -377,7 +230,7 @@ class GraphJob:
         self.schedule()
 
     def _end_finished_sources(self, checkpoint: CompletedCheckpoint) -> None:
-        """FLIP-147 (as :meth:`impl.job.Job._end_finished_sources`): a source subtask that had sent
+        """FLIP-147: a source subtask that had sent
         EndOfData when the checkpoint was triggered is restored as finished; every task consumes
         its channels (replayed channel state first) before anything else."""
         ended = [i for i, done in enumerate(checkpoint.sources_ended or ()) if done]
@@ -465,10 +318,10 @@ class GraphJob:
             start=max((snap.processing_time for snap in self.restoring.task_snapshots if snap.vertex == chain.name
                        and snap.key_group_range.get_intersection(kgr).get_number_of_key_groups()),
                       default=0) + spec.restore_clock_gap if self.restoring is not None else 0)
-        task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, _TimedMailboxTimers(clock, self, task_id),
+        task = ChainTask(chain.name, task_id, s, self.attempt, kgr, channels, TimedMailboxTimers(clock, self, task_id),
                          spec.config, self._acknowledger(self.attempt))
         if spec.processing_time == "input":
-            task.advance_processing_time = _input_clock(clock, task)
+            task.advance_processing_time = input_clock(clock, task)
             task.processing_time_service.fire_due_at_once = True
         task.channel_index = {c: i for i, c in enumerate(channels)}
         if spec.forced_lineage is not None and (chain.name, s) in spec.forced_lineage:
@@ -521,13 +374,13 @@ class GraphJob:
             routed = self.graph.by_name[op.name].route_side_outputs
             for edge in self.graph.outputs(op.name):
                 if self.graph.is_chained(edge):
-                    output = _chained(ops[edge.target])
+                    output = chained_output(ops[edge.target])
                 else:
                     if not self.graph.is_blocking(edge):  # a blocking result is not back-pressured
                         network.append(edge)
-                    output = _network(self, op.name, task.vertex_subtask, edge)
+                    output = network_output(self, op.name, task.vertex_subtask, edge)
                     task.network_outputs.append(output)
-                op.outputs.append(_routed(output, edge.tag) if routed else output)
+                op.outputs.append(routed_output(output, edge.tag) if routed else output)
         task.output_blocked = self._output_blocked(task, network)
 
     def _restore(self, checkpoint: CompletedCheckpoint) -> None:
@@ -548,15 +401,25 @@ class GraphJob:
                          if snap.key_group_range.get_intersection(task.key_group_range).get_number_of_key_groups()]
                 if spec.restore_watermarks and owned:  # the counterfactual (never Flink): see JobSpec
                     task.restored_watermark = min(snap.watermark for snap in owned)
-        for snapshot in checkpoint.task_snapshots:
+        self._replay_in_flight(checkpoint.task_snapshots, same_layout)
+
+    def _replay_in_flight(self, snapshots: list, same_layout: bool) -> None:
+        """The in-flight data of an unaligned checkpoint, every task snapshot's; after a rescale, then
+        each old channel's safe watermark (:meth:`_replay_safe_watermarks`)."""
+        self._reached: dict[tuple, list[int]] = {}
+        for snapshot in snapshots:
             self._replay_channel_state(snapshot, same_layout)
+        if not same_layout:
+            self._replay_safe_watermarks(snapshots)
 
     def _replay_channel_state(self, snapshot, same_layout: bool) -> None:
         """In-flight data of an unaligned checkpoint is delivered before anything sent later: on
-        its own channel when nothing was rescaled, else records routed again (watermarks dropped:
-        the next one supersedes them). An EndOfData in flight is not: the restored upstream (a
-        source at its end offset, a task finishing again) sends its own."""
+        its own channel when nothing was rescaled, else records routed again (a watermark counts
+        towards its old channel's safe watermark; a processing-time advance is dropped: the
+        restored clocks and the sources move time on). An EndOfData in flight is not: the restored
+        upstream (a source at its end offset, a task finishing again) sends its own."""
         chain = next(c for c in self.graph.chains if c.name == snapshot.vertex)
+        last: dict[tuple, int] = {}
         for channel, element in snapshot.channel_state:
             sender, u = snapshot.channels[channel]
             if isinstance(element, EndOfData):
@@ -564,6 +427,9 @@ class GraphJob:
             if same_layout:
                 task = self.task_of[(chain.name, snapshot.vertex_subtask)]
                 task.receive(task.channel_index[(sender, u)], element)
+                continue
+            if isinstance(element, Watermark):
+                last[(sender, u)] = max(element.timestamp, last.get((sender, u), element.timestamp))
                 continue
             if not isinstance(element, StreamRecord):
                 continue
@@ -582,6 +448,30 @@ class GraphJob:
                 else u % self.parallelism_of(sender)
             for task in self._targets(edge, now, element):
                 task.receive(task.channel_index[(sender, now)], element)
+        if not same_layout:  # each old buffer of a channel is a virtual channel of the new one it merges into
+            for sender, u in {tuple(c) for c in snapshot.channels}:
+                edge = next((e for e in self.graph.inputs(chain.head) if e.source == sender), None)
+                if edge is None or edge.partitioning in ("forward", "broadcast"):
+                    continue  # not merged across old subtasks
+                merged = self._reached.setdefault((chain.name, sender, u % self.parallelism_of(sender)), [])
+                merged.append(last.get((sender, u)))  # None: that buffer had no watermark
+
+    def _replay_safe_watermarks(self, snapshots: list) -> None:
+        """After a rescale the old buffers of one channel (each old receiver's, from each old sender
+        subtask that maps to the new one) merge; Flink keeps them apart as virtual channels and
+        forwards the smallest watermark of them (``DemultiplexingRecordDeserializer``). A channel
+        gets, after its replayed records, the smallest watermark of its old buffers when every one of
+        them had one, so that no replayed record becomes late; else the next watermark from upstream
+        supersedes. Forward and broadcast edges keep no replayed watermark: their channels are not
+        merged across old subtasks."""
+        for (name, sender, now), reached in self._reached.items():
+            if not reached or None in reached:
+                continue
+            chain = next(c for c in self.graph.chains if c.name == name)
+            for s in range(chain.parallelism):
+                task = self.task_of[(name, s)]
+                if (sender, now) in task.channel_index:
+                    task.receive(task.channel_index[(sender, now)], Watermark(min(reached)))
 
     def _acknowledger(self, attempt: int):
         def acknowledge(checkpoint_id: int, snapshot) -> None:
@@ -637,64 +527,3 @@ class GraphJob:
         self.now = now
         self.clock.advance_to(now)
 
-
-def _input_clock(clock: ManualProcessingTimeService, task: ChainTask):
-    """Input-driven processing time: the task's clock moves to the advance (never back), then the
-    advance travels on to the tasks it feeds."""
-    from streamproof.impl.tasks.stream_elements import ProcessingTimeAdvance
-
-    def advance(timestamp: int) -> None:
-        if timestamp > clock.get_current_processing_time():
-            clock.advance_to(timestamp)
-        for output in task.network_outputs:
-            output(ProcessingTimeAdvance(timestamp))
-    return advance
-
-
-def _chained(target):
-    """Flink's ``ChainingOutput``: the next operator is called directly."""
-    def output(element: Any) -> None:
-        if isinstance(element, StreamRecord):
-            target.process_element(element)
-        elif isinstance(element, int):
-            target.process_watermark(element)
-    return output
-
-
-def _routed(output, tag: str | None):
-    """PyFlink's side outputs: a tagged edge gets its tag's values (unwrapped), an untagged edge
-    the main output only; watermarks and the end of data go to both."""
-    def route(element: Any) -> None:
-        if isinstance(element, StreamRecord):
-            value = element.value
-            side = isinstance(value, tuple) and len(value) == 3 and value[0] == "side-output"
-            if tag is None and side or tag is not None and not (side and value[1] == tag):
-                return
-            if tag is not None:
-                element = StreamRecord(element.key, value[2], element.timestamp)
-        output(element)
-    return route
-
-
-def _network(job: GraphJob, operator: str, subtask: int, edge):
-    """A record writer: the element goes to the tasks of ``edge``'s target."""
-    def output(element: Any) -> None:
-        if isinstance(element, int):
-            element = Watermark(element)
-        job.write(operator, subtask, element, [edge])
-    return output
-
-
-class _TimedMailboxTimers(MailboxTimers):
-    """Processing-time timers as mail, measuring how many mailbox steps each mail waited."""
-
-    def mail(self, task, callback, timestamp: int):
-        waiting = self.job.timer_mail_waiting
-        token = object()
-        waiting[token] = (task, task.steps)
-
-        def run() -> None:
-            _, put_at = waiting.pop(token)
-            self.job.timer_delays.append(task.steps - put_at)
-            callback(timestamp)
-        return run

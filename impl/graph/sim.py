@@ -9,7 +9,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from streamproof.impl.graph.job import Job, JobSpec, TaskBookkeeping
+from streamproof.impl.graph.job import (
+    GraphJobSpec,
+    JobSpec,
+    PeriodicWatermark,
+    TaskBookkeeping,
+)
+from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
+from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
 from streamproof.impl.timers.snapshot_format import decode_snapshot
 
@@ -74,12 +81,20 @@ class SimulationResult:
     histories: dict = field(default_factory=dict)
 
 
-def simulate(spec: JobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
+def simulate(spec: JobSpec | GraphJobSpec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
              external: ExternalSystem | None = None) -> SimulationResult:
+    """Runs a job under the seeded scheduler and the fault schedule: a job graph
+    (:class:`~streamproof.impl.graph.job_runtime.GraphJobSpec`) or a one-stage job
+    (:class:`~streamproof.impl.graph.job.JobSpec`), which runs as its one-operator job graph
+    (:func:`graph_spec_of`). The one job runtime of both is
+    :class:`~streamproof.impl.graph.job_runtime.GraphJob`."""
     rng = random.Random(seed)
-    job = Job(spec, external, random.Random(rng.random()))
+    graph_spec = graph_spec_of(spec) if isinstance(spec, JobSpec) else spec
+    job = ObservedGraphJob(graph_spec, external, random.Random(rng.random()))
     step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
-    return _result(job, step, applied, interrupted_seen)
+    if isinstance(spec, JobSpec):
+        return _one_stage_result(job, spec.name, step, applied, interrupted_seen)
+    return _graph_result(job, step, applied, interrupted_seen)
 
 
 def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: int) -> tuple[int, list, int]:
@@ -132,49 +147,8 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
     return step, applied, interrupted_seen
 
 
-def _result(job: Job, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
-    stalled = [(t.attempt, t.subtask_index, t.watermark_processor.stalled)
-               for t in job.all_tasks if t.watermark_processor.stalled]
-    latest = job.coordinator.latest()
-    final_timers = sorted(
-        ((timer.key, timer.timestamp) for s in latest.task_snapshots
-         for _, _, timer, _ in decode_snapshot(s.operator.timers).entries()), key=repr,
-    ) if latest else []
-    final_processing = sorted(
-        ((timer.key, timer.timestamp, int(action)) for s in latest.task_snapshots
-         for _, domain, timer, action in decode_snapshot(s.operator.timers).entries() if domain == "processing"),
-        key=repr,
-    ) if latest else []
-    flushes = [(t.attempt, t.subtask_index, t.flush) for t in job.all_tasks if t.flush is not None]
-    return SimulationResult(job.external.output(), step, job.failovers, job.coordinator.completed_count,
-                            job.output_logs, job.events, interrupted_seen, applied, stalled,
-                            job.coordinator.channel_state_records, final_timers,
-                            final_processing, flushes, sum(t.late_records for t in job.all_tasks),
-                            sum(t.side_outputs for t in job.all_tasks),
-                            sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
-                            _lineage(job), task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts),
-                            split_records=sum(t.split_records for t in job.all_tasks),
-                            split_due_key_records=sum(t.split_due_key_records for t in job.all_tasks),
-                            split_timer_changes=sum(t.split_timer_changes for t in job.all_tasks),
-                            event_timers_fired=sum(t.watermark_processor.event_timers_fired for t in job.all_tasks),
-                            event_timers_before_end=sum(t.watermark_processor.event_timers_fired_before_end
-                                                        for t in job.all_tasks),
-                            restored_timers=sum(t.restored_timers for t in job.all_tasks),
-                            snapshots_with_timers=sum(t.snapshots_with_timers for t in job.all_tasks),
-                            histories={kg: entries for t in job.tasks for kg, entries in t.history.items()})
-
-
-def _lineage(job: Job) -> list | None:
-    lineages = [t.lineage() for t in job.tasks]
-    return None if any(x is None for x in lineages) else lineages
-
-
-def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: int = 200_000,
-                   external: ExternalSystem | None = None) -> SimulationResult:
-    """Runs a :class:`~streamproof.impl.graph.job_runtime.GraphJobSpec` under the same scheduler."""
-    rng = random.Random(seed)
-    job = _observed_graph_job()(spec, external, random.Random(rng.random()))
-    step, applied, interrupted_seen = run_schedule(job, rng, faults, max_steps)
+def _graph_result(job, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
+    """What a job graph's run reports: its output and events, with liveness metrics per operator."""
     keyed = [(t, op) for t in job.all_tasks for op in t.operators if hasattr(op, "watermark_processor")]
     stalled = [(t.attempt, f"{op.name}[{t.vertex_subtask}]", op.watermark_processor.stalled)
                for t, op in keyed if op.watermark_processor.stalled]
@@ -214,27 +188,102 @@ def simulate_graph(spec, seed: int, faults: tuple[Fault, ...] = (), max_steps: i
                             task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
 
 
-_OBSERVED_GRAPH_JOB = None
+class ObservedGraphJob(GraphJob):
+    """The job runtime with each task watched by a :class:`TaskBookkeeping` as it is created."""
+
+    def __init__(self, *args, **kwargs):
+        self.bookkeeping = TaskBookkeeping()
+        super().__init__(*args, **kwargs)
+
+    def _create_task(self, chain, s: int):
+        task = super()._create_task(chain, s)
+        keyed = [(op.operator, op.executor, op.watermark_processor) for op in task.operators
+                 if hasattr(op, "watermark_processor")]
+        self.bookkeeping.observe(task, f"{task.name}[{s}]", keyed)
+        return task
 
 
-def _observed_graph_job():
-    """The job-graph runtime, each task watched by a :class:`TaskBookkeeping` as it is created."""
-    global _OBSERVED_GRAPH_JOB
-    if _OBSERVED_GRAPH_JOB is not None:
-        return _OBSERVED_GRAPH_JOB
-    from streamproof.impl.graph.job_runtime import GraphJob
+SOURCE, SINK = "source", "sink"
 
-    class ObservedGraphJob(GraphJob):
-        def __init__(self, *args, **kwargs):
-            self.bookkeeping = TaskBookkeeping()
-            super().__init__(*args, **kwargs)
 
-        def _create_task(self, chain, s: int):
-            task = super()._create_task(chain, s)
-            keyed = [(op.operator, op.executor, op.watermark_processor) for op in task.operators
-                     if hasattr(op, "watermark_processor")]
-            self.bookkeeping.observe(task, f"{task.name}[{s}]", keyed)
-            return task
+def graph_spec_of(spec: JobSpec) -> GraphJobSpec:
+    """The one-operator job graph of ``spec`` (its records keep the keys they carry)."""
+    name = spec.name
+    graph = JobGraph([OperatorNode(SOURCE, "source", len(spec.sources)),
+                      OperatorNode(name, "keyed_process", spec.parallelism, name),
+                      OperatorNode(SINK, "sink", spec.parallelism)],
+                     [Edge(SOURCE, name, "keyed"), Edge(name, SINK, "forward")])
+    finished = spec.ended_sources_finished_on_restore
+    if finished is None:
+        finished = any(isinstance(e, PeriodicWatermark) for elements in spec.sources for e in elements)
+    chain = graph.chain_of[name]
+    forced = None if spec.forced_lineage is None else \
+        {(chain, s): list(lineage) for s, lineage in enumerate(spec.forced_lineage)}
+    return GraphJobSpec(graph, [list(elements) for elements in spec.sources], {name: spec.function_factory},
+                        max_parallelism=spec.max_parallelism, checkpoint_interval=spec.checkpoint_interval,
+                        config=spec.config, channel_capacity=spec.channel_capacity,
+                        async_mail_rate=spec.async_mail_rate, watermark_mode="flink-2.3",
+                        eager_sources=spec.eager_sources, processing_time=spec.processing_time,
+                        forced_elements=forced, timer_tie_order=spec.timer_tie_order,
+                        restore_watermarks=spec.restore_watermarks, histories=True,
+                        ended_sources_finished_on_restore=finished, restore_clock_gap=spec.restore_clock_gap,
+                        retained_checkpoints=spec.retained_checkpoints, one_stage=name)
 
-    _OBSERVED_GRAPH_JOB = ObservedGraphJob
-    return ObservedGraphJob
+
+def _one_stage_result(job, name: str, step: int, applied: list, interrupted_seen: int) -> SimulationResult:
+    """What a one-stage job's run reports, shaped as one stage: per subtask of the operator its output
+    log and lineage, per key group its history, the timers left in the last completed checkpoint."""
+    tasks = sorted(job.tasks, key=lambda t: t.vertex_subtask)
+    every = [(t, op) for t in job.all_tasks for op in t.keyed]
+    lineages = [t.lineage() for t in tasks]
+    chain = job.graph.chain_of[name]
+    events = [one_stage_event(e, chain) for e in job.events]
+    latest = job.coordinator.latest()
+    entries = [entry for s in (latest.task_snapshots if latest else ()) if s.vertex == chain
+               for entry in decode_snapshot(s.sink[name].timers).entries()]
+    return SimulationResult(
+        job.external.output(), step, job.failovers, job.coordinator.completed_count,
+        [(a, int(label[label.rindex("[") + 1:-1]), _increasing(log)) for a, label, log in job.output_logs
+         if label.startswith(f"{name}[")],
+        events, interrupted_seen, applied,
+        [(t.attempt, t.vertex_subtask, op.watermark_processor.stalled) for t, op in every
+         if op.watermark_processor.stalled],
+        job.coordinator.channel_state_records,
+        flushes=[(t.attempt, t.vertex_subtask, op.flush) for t, op in every if op.flush is not None],
+        late_records=sum(t.late_records for t in job.all_tasks),
+        side_outputs=sum(t.side_outputs for t in job.all_tasks),
+        timers_before_end=sum(t.timers_fired_before_end_of_input() for t in job.all_tasks),
+        lineage=None if any(x is None for x in lineages) else lineages,
+        task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts),
+        split_records=sum(op.split_records for _, op in every),
+        split_due_key_records=sum(op.split_due_key_records for _, op in every),
+        split_timer_changes=sum(op.split_timer_changes for _, op in every),
+        event_timers_fired=sum(op.watermark_processor.event_timers_fired for _, op in every),
+        event_timers_before_end=sum(op.watermark_processor.event_timers_fired_before_end for _, op in every),
+        restored_timers=sum(t.restored_timers for t in job.all_tasks if t.restored_timers > 0),
+        snapshots_with_timers=sum(t.snapshots_with_timers for t in job.all_tasks),
+        histories={kg: entries for t in tasks for kg, entries in t.history.items()},
+        final_timers=sorted(((timer.key, timer.timestamp) for _, _, timer, _ in entries), key=repr),
+        final_processing_timers=sorted(((timer.key, timer.timestamp, int(action)) for _, domain, timer, action
+                                        in entries if domain == "processing"), key=repr),
+    )
+
+
+def one_stage_event(event: tuple, chain: str) -> tuple:
+    """A one-stage job's event: a failover names its operator's new parallelism (a job graph's, every
+    chain's)."""
+    return event[:4] + (dict(event[4])[chain],) + event[5:] if event[0] == "failover" else event
+
+
+def _increasing(log: list) -> list:
+    """The operator's output log as its sink's input sees it: a watermark not above the last one
+    is dropped (the downstream valve forwards only increasing watermarks; Flink 2.3's operator
+    emits a repeated one, which no output can tell)."""
+    kept, last = [], None
+    for entry in log:
+        if entry[0] == "watermark":
+            if last is not None and entry[1] <= last:
+                continue
+            last = entry[1]
+        kept.append(entry)
+    return kept

@@ -48,7 +48,6 @@ from streamproof.impl.timers.internal_timer_service import (
     InternalTimerService,
 )
 from streamproof.impl.timers.operator_timers import OperatorProcessingTimeService
-from streamproof.impl.timers.processing_time_service import MAX_WATERMARK
 from streamproof.impl.timers.snapshots import restore_from_snapshots, snapshot_at_once
 
 VOID_NAMESPACE = ""  # Flink's VoidNamespace: user timers have no namespace
@@ -477,12 +476,3 @@ class KeyedProcessOperator:
 
 def key_group_of(key: Hashable, max_parallelism: int) -> int:
     return assign_to_key_group(key, max_parallelism)
-
-
-__all__ = [
-    "StreamRecord", "KeyedProcessFunction", "KeyedProcessOperator", "Context", "RuntimeContext", "Collector",
-    "TimerService", "ValueState", "ListState", "MapState", "ReducingState", "AggregatingState",
-    "ValueStateDescriptor", "ListStateDescriptor", "MapStateDescriptor", "ReducingStateDescriptor",
-    "AggregatingStateDescriptor", "KeyedStateBackend", "OperatorSnapshot", "MAX_WATERMARK",
-    "UserCodeError", "CallbackLimitExceeded",
-]

@@ -1,6 +1,7 @@
 """Event-time windows on the keyed runtime: Flink's window assigners, triggers and ``WindowOperator``,
-the FLIP-331 end-of-stream global window with its operator attributes, ``coGroup`` as a union of
-two tagged streams, and the sorted fast path (FLIP-331's internal sorter) for end-of-stream windows.
+and the FLIP-331 end-of-stream global window. Its operator attributes are in
+:mod:`~streamproof.impl.operators.operator_attributes`; ``coGroup`` and the sorted fast path in
+:mod:`~streamproof.impl.operators.end_of_stream`.
 
 :class:`WindowOperator` is a :class:`~streamproof.impl.operators.keyed_process_operator.KeyedProcessFunction`, so it runs
 in :class:`~streamproof.impl.operators.keyed_process_operator.KeyedProcessOperator` and in jobs like any keyed function.
@@ -11,11 +12,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from itertools import groupby
-from operator import itemgetter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction
+from streamproof.impl.operators.operator_attributes import OperatorAttributes, OperatorAttributesBuilder
 from streamproof.impl.state.keyed_state_backend import MapStateDescriptor
 from streamproof.impl.timers.processing_time_service import MAX_WATERMARK, MIN_WATERMARK
 
@@ -274,34 +274,6 @@ class ProcessWindowFunction:
 KINDS = ("aggregate", "reduce", "process")
 
 
-# -- operator attributes (FLIP-331) ------------------------------------------------------------
-@dataclass(frozen=True)
-class OperatorAttributes:
-    """What the runtime may use to optimise a job (Flink's ``OperatorAttributes``)."""
-
-    output_only_after_end_of_stream: bool = False
-    internal_sorter_supported: bool = False
-
-
-class OperatorAttributesBuilder:
-    """Builds :class:`OperatorAttributes`; unset attributes are False."""
-
-    def __init__(self):
-        self._output_only_after_end_of_stream = False
-        self._internal_sorter_supported = False
-
-    def set_output_only_after_end_of_stream(self, value: bool) -> "OperatorAttributesBuilder":
-        self._output_only_after_end_of_stream = bool(value)
-        return self
-
-    def set_internal_sorter_supported(self, value: bool) -> "OperatorAttributesBuilder":
-        self._internal_sorter_supported = bool(value)
-        return self
-
-    def build(self) -> OperatorAttributes:
-        return OperatorAttributes(self._output_only_after_end_of_stream, self._internal_sorter_supported)
-
-
 # -- the window operator -----------------------------------------------------------------------
 # A window's contents of None are no contents, as in Flink (WindowOperator skips a window whose
 # state reads null) and PyFlink (its reducing and aggregating states read None as empty): a None
@@ -427,122 +399,9 @@ class WindowOperator(KeyedProcessFunction):
             out.collect(prefix + (contents,))
 
 
-# -- co-group (a union of two tagged streams into one window operator) -------------------------
-LEFT, RIGHT = "L", "R"
-
-
-def tag_left(key: Any, value: Any) -> list:
-    """A stateless flat-map function: the left input's record tagged for :class:`CoGroupWindowFunction`."""
-    return [(key, (LEFT, value))]
-
-
-def tag_right(key: Any, value: Any) -> list:
-    """A stateless flat-map function: the right input's record tagged for :class:`CoGroupWindowFunction`."""
-    return [(key, (RIGHT, value))]
-
-
-def split_tagged(elements: Iterable) -> tuple[list, list]:
-    """The tagged elements' left and right values, each side in arrival order."""
-    lefts, rights = [], []
-    for tag, value in elements:
-        (lefts if tag == LEFT else rights).append(value)
-    return lefts, rights
-
-
-class CoGroupWindowFunction(ProcessWindowFunction):
-    """Flink's ``CoGroupWindowFunction``: splits a window's tagged elements into the two sides and
-    calls ``co_group_fn(key, lefts, rights, out)``."""
-
-    def __init__(self, co_group_fn: Callable[[Any, list, list, Any], None]):
-        self.co_group_fn = co_group_fn
-
-    def process(self, key, window, elements, out) -> None:
-        lefts, rights = split_tagged(elements)
-        self.co_group_fn(key, lefts, rights, out)
-
-
-# -- the sorted fast path (FLIP-331's internal sorter) -----------------------------------------
-def sort_key(record) -> tuple:
-    """Records ``(key, value, timestamp)`` sort by ``(type name, key)``: str and int keys mix."""
-    key = record[0]
-    return (type(key).__name__, key)
-
-
-_key_of = itemgetter(0)
-
-
-def sort_by_key(records: Iterable) -> list:
-    """The records stably sorted by :func:`sort_key` (each key's records stay in arrival order).
-    One key type (the common case) sorts on the key alone; mixed types sort per type name."""
-    records = records if isinstance(records, list) else list(records)
-    types = set(map(type, map(_key_of, records)))
-    if len(types) <= 1:
-        return sorted(records, key=_key_of)
-    by_type: dict[str, list] = {}
-    for record in records:
-        by_type.setdefault(type(record[0]).__name__, []).append(record)
-    return [record for name in sorted(by_type) for record in sorted(by_type[name], key=_key_of)]
-
-
-class _ListCollector:
-    __slots__ = ("results", "key")
-
-    def __init__(self, results: list):
-        self.results, self.key = results, None
-
-    def collect(self, value: Any) -> None:
-        self.results.append((self.key, value))
-
-
-def sorted_window_aggregate(records: Iterable, aggregate: AggregateFunction) -> list:
-    """``(key, result)`` per key: what :class:`WindowOperator` emits for ``aggregate`` over global
-    windows with the end-of-stream trigger, from one pass over the records sorted by key (stable:
-    each key's records in arrival order); no window assignment, trigger or timer."""
-    results = []
-    create, add, get_result = aggregate.create_accumulator, aggregate.add, aggregate.get_result
-    for key, group in groupby(sort_by_key(records), key=_key_of):
-        accumulator = create()
-        for _, value, _ in group:
-            accumulator = add(value, accumulator)
-        results.append((key, get_result(accumulator)))
-    return results
-
-
-def _groups(records: Iterable):
-    """``(sort key, key, values)`` per key of the records sorted by key, values in arrival order."""
-    for key, group in groupby(sort_by_key(records), key=_key_of):
-        yield (type(key).__name__, key), key, [record[1] for record in group]
-
-
-def sorted_co_group(lefts: Iterable, rights: Iterable, co_group_fn: Callable) -> list:
-    """What the window operator emits for ``co_group`` over global windows with the end-of-stream
-    trigger: each input sorted by key on its own (no tagging), then one merge pass calling
-    ``co_group_fn(key, lefts, rights, out)`` per key present on either side; outputs ``(key, value)``."""
-    results: list = []
-    out = _ListCollector(results)
-    left_groups, right_groups = _groups(lefts), _groups(rights)
-    left, right = next(left_groups, None), next(right_groups, None)
-    while left is not None or right is not None:
-        if right is None or (left is not None and left[0] < right[0]):
-            out.key = left[1]
-            co_group_fn(left[1], left[2], [], out)
-            left = next(left_groups, None)
-        elif left is None or right[0] < left[0]:
-            out.key = right[1]
-            co_group_fn(right[1], [], right[2], out)
-            right = next(right_groups, None)
-        else:
-            out.key = left[1]
-            co_group_fn(left[1], left[2], right[2], out)
-            left, right = next(left_groups, None), next(right_groups, None)
-    return results
-
-
 __all__ = [
     "TimeWindow", "GlobalWindow", "GLOBAL_WINDOW", "TriggerResult", "TriggerContext", "Trigger",
     "EventTimeTrigger", "EndOfStreamTrigger", "NeverTrigger", "WindowAssigner", "TumblingEventTimeWindows",
     "SlidingEventTimeWindows", "GlobalWindows", "AggregateFunction", "SumAggregate", "ProcessWindowFunction",
-    "OperatorAttributes", "OperatorAttributesBuilder", "WindowOperator", "window_output_prefix",
-    "tag_left", "tag_right", "split_tagged", "CoGroupWindowFunction", "sort_key", "sort_by_key",
-    "sorted_window_aggregate", "sorted_co_group", "KINDS", "LEFT", "RIGHT",
+    "WindowOperator", "window_output_prefix", "KINDS",
 ]

@@ -180,7 +180,7 @@ class BroadcastProcessOperator(ProcessOperator):
     """A non-keyed broadcast-state operator (Flink's ``CoBroadcastWithNonKeyedOperator``): a
     :class:`ProcessOperator` whose function gets the subtask's :class:`BroadcastStateStore`
     (``function.bind_broadcast_state(store)``) and tells the inputs apart (a broadcast-side record
-    is a :class:`~streamproof.impl.graph.job_graph.SecondInput`); the store is snapshotted and restored."""
+    is a :class:`~streamproof.impl.tasks.stream_elements.SecondInput`); the store is snapshotted and restored."""
 
     def __init__(self, name: str, chain_index: int, task: "OperatorTask", function: Any):
         super().__init__(name, chain_index, task, function)
@@ -312,7 +312,7 @@ class KeyedOperator(ChainedOperator):
 
 class KeyedBroadcastOperator(KeyedOperator):
     """A keyed broadcast-state operator (Flink's ``CoBroadcastWithKeyedOperator``): keyed state and
-    timers for the keyed input; a broadcast-side record (a :class:`~streamproof.impl.graph.job_graph.SecondInput`,
+    timers for the keyed input; a broadcast-side record (a :class:`~streamproof.impl.tasks.stream_elements.SecondInput`,
     without key) reaches the function without setting a key (the key context stays the last one
     set, as in Flink). The subtask's :class:`BroadcastStateStore` is ``runtime_context.broadcast_state``
     of the function's ``open``; it is snapshotted and restored with the task."""

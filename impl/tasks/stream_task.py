@@ -7,6 +7,8 @@ through a :class:`StatusWatermarkValve` (minimum over input channels) and a
 mail). Barriers are aligned or unaligned. End of input with drain fires every event-time timer
 (``MAX_WATERMARK``), lets a pending continuation finish before EndOfData and ``finish()``
 (FLINK-39481), then waits for a final checkpoint to commit (FLIP-147).
+
+Size: one class, Flink's ``StreamTask`` (:class:`OperatorTask`), kept whole so it reads beside Flink's source.
 """
 
 from __future__ import annotations

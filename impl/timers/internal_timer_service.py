@@ -1,12 +1,17 @@
-"""The keyed timer service: Flink's ``InternalTimerServiceImpl`` and ``InternalTimeServiceManager``.
+"""The keyed timer service: Flink's ``InternalTimerServiceImpl``.
 
-Layering as in Flink: a key-group-partitioned queue per time domain (:mod:`streamproof.impl.timers.heap_priority_queue_set`), one
-:class:`InternalTimerService` per name, a :class:`InternalTimeServiceManager` holding the named
-services of one operator, and a :class:`ProcessingTimeService` owning the physical timers
-(:class:`ManualProcessingTimeService` is the simulated clock used everywhere in streamproof).
-The timer values (:class:`InternalTimer`, :class:`InternalTimersSnapshot`) live in
-:mod:`streamproof.impl.timers.internal_timer`; the manager starts copy-on-write snapshots with :mod:`streamproof.impl.timers.snapshots`,
-which never imports this module.
+One :class:`InternalTimerService` per name: a key-group-partitioned queue per time domain
+(:mod:`streamproof.impl.timers.heap_priority_queue_set`; a :class:`TieOrderedQueueSet` when timers of
+equal timestamp leave in another order Flink allows), its physical timer on a
+:class:`ProcessingTimeService` (:mod:`streamproof.impl.timers.processing_time_service`), FLIP-443's
+interruptible watermark advance and FLIP-269's end-of-input flush of processing-time timers. The
+named services of one operator are held by
+:mod:`streamproof.impl.timers.internal_time_service_manager`, which also starts copy-on-write
+snapshots (:mod:`streamproof.impl.timers.snapshots`, which never imports this module). The timer
+values (:class:`InternalTimer`, :class:`InternalTimersSnapshot`) live in
+:mod:`streamproof.impl.timers.internal_timer`.
+
+Size: one class, Flink's ``InternalTimerServiceImpl``, kept whole so it reads beside Flink's source.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The seed's design, kept:
   * a *state version* and the set of *running snapshot versions* per
-    :class:`~streamproof.impl.timers.internal_timer_service.InternalTimeServiceManager` (:class:`SnapshotVersions`), guarded by a
-    read/write lock (:class:`ReadWriteLock`);
+    :class:`~streamproof.impl.timers.internal_time_service_manager.InternalTimeServiceManager`
+    (:class:`SnapshotVersions`), guarded by a read/write lock (:class:`ReadWriteLock`);
   * the synchronous part of a snapshot bumps the state version, records it as running and notes
     which services exist: O(1) in the number of timers (:func:`start_snapshot`);
   * the asynchronous part writes, key group by key group, exactly the timers live at its version;
@@ -27,9 +27,13 @@ and filters outside it. It runs on a background thread in production
 (:meth:`TimerSnapshot.run_in_background`) and step by step under the deterministic scheduler in
 tests (:meth:`TimerSnapshot.run_async_step`).
 
-Dependencies: :mod:`streamproof.impl.timers.internal_timer_service` imports this module (its manager's ``start_snapshot``), never the
-reverse; a snapshot reads a manager and its services through what :class:`TimeServiceManager`
-and ``InternalTimerService.termination_action_source`` name.
+Dependencies: :mod:`streamproof.impl.timers.internal_time_service_manager` imports this module (the
+manager's ``start_snapshot``), never the reverse, and this module imports neither it nor
+:mod:`streamproof.impl.timers.internal_timer_service`; a snapshot reads a manager and its services
+through what :class:`TimeServiceManager` and ``InternalTimerService.termination_action_source``
+name.
+
+Size: one design whose parts (versions, routed queues, writer, restore) keep one invariant: what version ``s`` sees.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ __all__ = [
 
 
 class TimeServiceManager(Protocol):
-    """What a snapshot reads and calls of an ``streamproof.impl.timers.internal_timer_service.InternalTimeServiceManager``."""
+    """What a snapshot reads and calls of an ``streamproof.impl.timers.internal_time_service_manager.InternalTimeServiceManager``."""
 
     key_context: Any  # its max_parallelism
     key_group_range: KeyGroupRange

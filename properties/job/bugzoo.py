@@ -1,4 +1,7 @@
-"""Known-bug variants of interruptible timers, end of input and exactly-once sinks."""
+"""Known-bug variants of interruptible timers, end of input and exactly-once sinks.
+
+Size: a catalogue of independent bug variants, one short patch each; a family's bug zoo is its one ``bugzoo`` module.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from contextlib import contextmanager
 
 from streamproof.impl.tasks import stream_task as task_module
 from streamproof.impl.tasks.chained_operators import SinkWriter
+from streamproof.impl.tasks.operator_chain import ChainTask
 from streamproof.impl.tasks.mailbox import MailOptions, TaskMailbox
 from streamproof.impl.operators.two_phase_commit_sink import TwoPhaseCommitSink
 from streamproof.impl.tasks.stream_task import CheckpointBarrier, MailboxWatermarkProcessor, OperatorTask
@@ -121,6 +125,8 @@ def snapshot_before_effects():
         if not self.progress_watermark_scheduled and hasattr(self, "stale_timers"):
             del self.stale_timers
 
+    original_chain_snapshot = ChainTask._snapshot
+
     def _snapshot(self, checkpoint_id):
         snapshot = original_snapshot(self, checkpoint_id)
         stale = getattr(self.watermark_processor, "stale_timers", None)
@@ -128,8 +134,16 @@ def snapshot_before_effects():
             snapshot.operator.timers = stale  # BUG: timers from before the fired timers' effects
         return snapshot
 
+    def _chain_snapshot(self, checkpoint_id):
+        snapshot = original_chain_snapshot(self, checkpoint_id)
+        for op in self.keyed:
+            stale = getattr(op.watermark_processor, "stale_timers", None)
+            if stale is not None:
+                snapshot.sink[op.name].timers = stale  # BUG: timers from before the fired timers' effects
+        return snapshot
+
     with patched(MailboxWatermarkProcessor, _emit_watermark_inside_mailbox=_emit_watermark_inside_mailbox), \
-            patched(OperatorTask, _snapshot=_snapshot):
+            patched(OperatorTask, _snapshot=_snapshot), patched(ChainTask, _snapshot=_chain_snapshot):
         yield
 
 
@@ -307,7 +321,7 @@ def flag_not_propagated():
          "blocking-output vertex runs (Flink declines it with BLOCKING_OUTPUT_EXIST).")
 @contextmanager
 def checkpoint_while_blocking():
-    from streamproof.impl.graph.job_runtime import GraphCheckpointCoordinator
+    from streamproof.impl.graph.checkpoint_coordinator import GraphCheckpointCoordinator
     from streamproof.impl.graph.checkpoint_coordinator import CheckpointCoordinator
 
     def maybe_trigger(self, now):
@@ -323,7 +337,7 @@ def checkpoint_while_blocking():
 @contextmanager
 def deployed_early():
     from streamproof.impl.tasks.operator_chain import ChainTask
-    from streamproof.impl.graph.job_runtime import GraphSourceTask
+    from streamproof.impl.graph.sources import GraphSourceTask
     from streamproof.impl.tasks.stream_task import OperatorTask
 
     def task_runnable(self):
@@ -346,9 +360,10 @@ def deployed_early():
 def sorted_drops_last_key():
     from itertools import groupby
 
-    from streamproof.impl.operators import windows
+    from streamproof.impl.operators import end_of_stream
     def sorted_window_aggregate(records, aggregate):
-        groups = [(key, list(group)) for key, group in groupby(windows.sort_by_key(records), key=windows._key_of)]
+        groups = [(key, list(group)) for key, group in groupby(end_of_stream.sort_by_key(records),
+                                                              key=end_of_stream._key_of)]
         results = []
         for key, group in groups[:-1]:  # BUG: the last key is never emitted
             accumulator = aggregate.create_accumulator()
@@ -357,7 +372,7 @@ def sorted_drops_last_key():
             results.append((key, aggregate.get_result(accumulator)))
         return results
 
-    with patched(windows, sorted_window_aggregate=sorted_window_aggregate):
+    with patched(end_of_stream, sorted_window_aggregate=sorted_window_aggregate):
         yield
 
 
@@ -450,10 +465,10 @@ def forward_keyed_state_by_index():
          "first: when every source had ended, the restored tasks end their input without MAX_WATERMARK.")
 @contextmanager
 def finished_source_without_max_watermark():
-    from streamproof.impl.graph.job import Job
-    from streamproof.impl.tasks.stream_task import EndOfData
+    from streamproof.impl.graph.job_runtime import GraphJob
+    from streamproof.impl.tasks.stream_elements import EndOfData
 
-    original = Job._end_finished_sources
+    original = GraphJob._end_finished_sources
 
     def _end_finished_sources(self, checkpoint):
         sources = self.sources
@@ -465,7 +480,7 @@ def finished_source_without_max_watermark():
             for source in sources:
                 del source.end
 
-    with patched(Job, _end_finished_sources=_end_finished_sources):
+    with patched(GraphJob, _end_finished_sources=_end_finished_sources):
         yield
 
 
@@ -478,7 +493,6 @@ def finished_source_channel_state_dropped():
     import dataclasses
 
     from streamproof.impl.graph.job_runtime import GraphJob
-    from streamproof.impl.graph.job import Job
 
     def without_ended(snapshot, ended_channel) -> object:
         kept = [(c, e) for c, e in snapshot.channel_state if not ended_channel(snapshot, c)]  # BUG
@@ -486,13 +500,6 @@ def finished_source_channel_state_dropped():
 
     def ended_of(checkpoint) -> set:
         return {i for i, done in enumerate(checkpoint.sources_ended or ()) if done}
-
-    original_job = Job._replay_channel_state
-
-    def replay_job(self, checkpoint):
-        ended = ended_of(checkpoint)
-        snapshots = [without_ended(s, lambda _, c: c in ended) for s in checkpoint.task_snapshots]
-        original_job(self, dataclasses.replace(checkpoint, task_snapshots=snapshots))
 
     original_graph, original_restore = GraphJob._replay_channel_state, GraphJob._restore
 
@@ -504,6 +511,5 @@ def finished_source_channel_state_dropped():
         ended = getattr(self, "ended_at_restore", set())
         original_graph(self, without_ended(snapshot, lambda s, c: tuple(s.channels[c]) in ended), same_layout)
 
-    with patched(Job, _replay_channel_state=replay_job), \
-            patched(GraphJob, _replay_channel_state=replay_graph, _restore=restore_graph):
+    with patched(GraphJob, _replay_channel_state=replay_graph, _restore=restore_graph):
         yield

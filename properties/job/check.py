@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from streamproof.impl.graph.job_runtime import GraphJobSpec
+from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.graph.job import JobSpec
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.model import job as job_model
-from streamproof.impl.graph.sim import SimulationError, SimulationResult, simulate, simulate_graph
+from streamproof.impl.graph.sim import SimulationError, SimulationResult, simulate
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
 from streamproof.properties.job.steps import _parsed_graph, faults_of, graph_of, job_params, sources_of, task_config
@@ -77,7 +77,7 @@ def _run(text: str, on_graph: bool, reference: bool) -> SimulationResult | str:
     interruptible, faults = (False, ()) if reference else (None, faults_of(scenario))
     try:
         if on_graph or is_graph(scenario):
-            return simulate_graph(graph_spec(scenario, interruptible), seed, faults)
+            return simulate(graph_spec(scenario, interruptible), seed, faults)
         return simulate(_spec(scenario, interruptible), seed, faults)
     except (SimulationError, RuntimeError) as e:
         return f"{type(e).__name__}: {e}"

@@ -19,7 +19,7 @@ from collections import Counter
 
 from hypothesis import strategies as st
 
-from streamproof.impl.operators import windows
+from streamproof.impl.operators import end_of_stream
 from streamproof.model import eos as eos_model
 from streamproof.impl.operators.windows import SumAggregate
 from streamproof.properties.job.inputs import _inputs
@@ -89,14 +89,15 @@ def _sorted_equals_streaming(scenario: Scenario, run) -> tuple | None:
         node = graph.by_name[name]
         ins = graph.inputs(name)
         if node.function == "eos_window_sum" and all(graph.by_name[e.source].kind == "source" for e in ins):
-            want = Counter(windows.sorted_window_aggregate(records_of({e.source for e in ins}), SumAggregate(number)))
+            want = Counter(end_of_stream.sorted_window_aggregate(records_of({e.source for e in ins}),
+                                                                 SumAggregate(number)))
         elif node.function == "eos_co_group" and all(
                 graph.by_name[e.source].function in ("tag_left", "tag_right")
                 and all(graph.by_name[f.source].kind == "source" for f in graph.inputs(e.source)) for e in ins):
             sides = {graph.by_name[e.source].function: {f.source for f in graph.inputs(e.source)} for e in ins}
             note("sorted co_group compared")
-            want = Counter(windows.sorted_co_group(records_of(sides.get("tag_left", set())),
-                                                   records_of(sides.get("tag_right", set())), count_and_sum))
+            want = Counter(end_of_stream.sorted_co_group(records_of(sides.get("tag_left", set())),
+                                                         records_of(sides.get("tag_right", set())), count_and_sum))
         else:
             continue
         got = Counter(e[1] for attempt, _, op, log, _ in reference.metrics["keyed_logs"] if op == name

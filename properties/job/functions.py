@@ -192,7 +192,8 @@ def count_and_sum(key, lefts, rights, out) -> None:
 def eos_co_group():
     """FLIP-331's co_group workload: two inputs tagged by ``tag_left`` / ``tag_right``, grouped per
     key in a global window with the end-of-stream trigger: one ``(key, count_and_sum)`` per key."""
-    from streamproof.impl.operators.windows import CoGroupWindowFunction, GlobalWindows, WindowOperator
+    from streamproof.impl.operators.end_of_stream import CoGroupWindowFunction
+    from streamproof.impl.operators.windows import GlobalWindows, WindowOperator
     return WindowOperator(GlobalWindows.create_with_end_of_stream_trigger(), CoGroupWindowFunction(count_and_sum),
                           kind="process")
 

@@ -28,6 +28,8 @@ restore: recover-and-commit).
 ones at the end (every registered and not deleted event-time timer, every TRIGGER / WAIT one), never
 a CANCEL or a deleted timer's, and no effect after a watermark at or above its timestamp went
 downstream.
+
+Size: one z3 model (system, invariants, schedule back to scenario), read as one like the other ``z3_*`` models.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 from streamproof.impl.tasks.stream_task import OperatorTask
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, InternalTimerService
+from streamproof.impl.tasks.chained_operators import KeyedOperator
+from streamproof.impl.tasks.stream_task import flush_processing_time_timers
 from streamproof.properties.bugzoo import variant
 from streamproof.properties.timers.bugzoo import patched
 
@@ -71,7 +73,21 @@ def flush_after_finish():
         if self.on_finished is not None:
             self.on_finished(self)
 
-    with patched(OperatorTask, _end_input=end_input):
+    def end_input_and_finish(self):  # a keyed operator of a chain task: the same order
+        task = self.task
+        if self.timers_before_end is None:
+            self.timers_before_end = self.operator.timers_fired
+        if task.config.drain:
+            self.operator.end_input()
+        self.operator.finish()  # BUG: before the flush
+        if task.config.drain:
+            self.flush, dropped = flush_processing_time_timers(self.operator, self.log, task.config.firing_budget,
+                                                               f"{self.name}[{task.vertex_subtask}]")
+            self.dropped_after_horizon += dropped
+        while self.executor.try_yield():
+            pass
+
+    with patched(OperatorTask, _end_input=end_input), patched(KeyedOperator, end_input_and_finish=end_input_and_finish):
         yield
 
 

@@ -15,6 +15,8 @@ checkpoints, restores and rescaling carry it), per key:
 
 Outputs carry the timestamp of what fired the window (the element, or the timer: for
 ``EventTimeTrigger`` the window's ``max_timestamp()``), as PyFlink's runner does.
+
+Size: one class with its contexts, PyFlink 2.3's ``WindowOperator``, kept whole to read beside PyFlink's source.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from __future__ import annotations
 from types import FunctionType, SimpleNamespace
 from typing import Any
 
-from streamproof.flink.adapter import _RuntimeContext, _copy, _descriptor_kind, _is_output_tag
+from streamproof.flink.adapter import _is_output_tag
 from streamproof.flink.datastream.functions import KeyedStateStore, ProcessWindowFunction
 from streamproof.flink.datastream.window import (
     MAX_LONG_VALUE, MergingWindowAssigner, Trigger, WindowAssigner, assigner_from_spec,
 )
 from streamproof.flink.errors import UnsupportedFeature
 from streamproof.flink.pipeline import CaptureError, WindowSpec
-from streamproof.impl.operators import keyed_process_operator as impl
+from streamproof.flink.runtime_context import _copy, _descriptor_kind, _RuntimeContext
+from streamproof.impl import operators as impl
 __all__ = ["window_operator", "WindowOperator"]
 
 CONTENTS, TIMERS, MERGING, SCOPED = "window-contents", "window-timers", "merging-window-set", "window-scoped-state"

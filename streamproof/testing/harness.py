@@ -8,6 +8,8 @@ interruptible timers), processing-time timers fire as mail, ``end_input()`` is t
 bounded input with drain. Between two calls no mail is left pending, except the continuation of a
 firing the test stopped with ``process_watermark(t, stop_after=k)``: the test then chooses what runs
 before ``continue_firing()``.
+
+Size: the harness classes of :mod:`streamproof.testing`, sharing ``_Output``; the two-input one extends the keyed one.
 """
 
 from __future__ import annotations

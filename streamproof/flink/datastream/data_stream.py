@@ -3,7 +3,10 @@
 :class:`~streamproof.flink.pipeline.Node` to its environment's pipeline and returns the stream of
 that node; no user function is ever called. Operator settings (``name``, ``uid``,
 ``set_parallelism``...) apply to the node of the stream they are called on. What streamproof does
-not model is refused by name (a one-line ``CaptureError`` naming the job's line)."""
+not model is refused by name (a one-line ``CaptureError`` naming the job's line).
+
+Size: all of PyFlink's ``pyflink.datastream.data_stream``: a captured job importing it gets this module.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ The classes behave as PyFlink's; each assigner also has ``spec()``, the
 assigners raise :class:`~streamproof.flink.pipeline.CaptureError`: not modelled). The keyed operator
 that runs them is :func:`streamproof.flink.window_operator.window_operator`. Sizes are a ``Time``,
 a ``Duration`` or an int of milliseconds.
+
+Size: all of PyFlink's ``pyflink.datastream.window``: a captured job importing it gets this module.
 """
 
 from __future__ import annotations

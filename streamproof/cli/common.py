@@ -1,15 +1,18 @@
 """What the ``streamproof`` sub-commands share: exit codes, the one-line bad-input error, the
-common options, the active profile's budget, progress (the status line), Ctrl-C (exit 130),
-atomic writes, tables and JSON lines.
+common options, the active profile's budget, replay's and explain's ``--inject`` and their refusal
+of certify counterexamples, progress (the status line), Ctrl-C (exit 130), atomic writes, tables
+and JSON lines.
 
-The command modules (:mod:`~streamproof.cli` and the ``*_cli`` modules it registers) import from
-here, never from each other, so the command line has no import cycle.
+The command modules (the modules of :mod:`streamproof.cli`, one per sub-command, which its
+``__init__`` registers) import from here, never from each other, so the command line has no
+import cycle.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -125,6 +128,37 @@ def profile_defaults() -> tuple[int, int]:
         return profiles.current_examples(), profiles.current_step_count()
     finally:
         settings.load_profile(previous)
+
+
+def injected_patch(inject: str | None):
+    """The patch of the bug-zoo variant ``--inject`` names (no-op without one); an unknown name
+    is bad input."""
+    from contextlib import nullcontext
+
+    if inject is None:
+        return nullcontext
+    from streamproof.properties.bugzoo import get_variant
+    try:
+        return get_variant(inject).patch
+    except KeyError as e:
+        raise input_error(e) from None
+
+
+def refuse_certify_counterexample(file: str) -> None:
+    """A counterexample of ``streamproof certify`` runs the user's operator, which only
+    ``certify --replay`` loads: bad input here, with the command that replays it."""
+    try:
+        doc = json.loads(Path(file).read_bytes().decode("utf-8-sig"))
+    except (OSError, ValueError):
+        return  # load_scenario_file says what is wrong
+    if not isinstance(doc, dict):
+        return
+    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    operator, prop = params.get("operator"), doc.get("property")
+    if isinstance(operator, str) and operator.startswith("user:") or isinstance(prop, str) and prop.startswith("certify."):
+        spec = operator[len("user:"):] if isinstance(operator, str) and operator.startswith("user:") else "MODULE:CLASS"
+        raise InputError(f"{file}: a counterexample of 'streamproof certify' (it runs your operator); replay it with: "
+                         f"streamproof certify {shlex.quote(spec)} --replay {shlex.quote(file)}")
 
 
 def interrupted(what: str, finished: str) -> NoReturn:

@@ -1,6 +1,6 @@
 """``streamproof examples [DIR]``: writes out the examples the README tour and docs/ use (scenario
 files, real operators and jobs, the extending family) from the installed package, so that a user of
-the wheel can run them. Registered on the ``streamproof`` group by ``streamproof/cli.py``."""
+the wheel can run them. Registered on the ``streamproof`` group by :mod:`streamproof.cli`."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ DEFAULT_DIR = "examples"
 def examples_root() -> Path:
     """The examples shipped with this streamproof: ``streamproof/examples`` in a wheel, the
     repository's ``examples/`` in a checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # streamproof/ (this module is in streamproof/cli/)
     for candidate in (here / "examples", here.parent / "examples"):
         if (candidate / "timers").is_dir():
             return candidate
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     raise InputError(f"no examples beside {here}: this installation of streamproof does not ship them")
 
@@ -38,7 +38,7 @@ def examples(directory: str, only_list: bool, as_json: bool = False) -> None:
     """Write the examples (scenario files, real operators and jobs, a family package) to DIR
     [default: ./examples], as the README tour and docs/ use them. Existing files are never
     overwritten: DIR must not hold any of them."""
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     root = examples_root()
     names = example_files(root)

@@ -1,7 +1,8 @@
-"""``streamproof campaign`` (fuzz campaigns on Apache Spark) and ``streamproof report DIR``.
+"""``streamproof campaign``: fuzz campaigns on Apache Spark (seed ranges, exhaustive small scopes,
+``--resume``, ``--on-flink``); the summary it prints is :mod:`streamproof.cli.campaign_summary`'s.
 
-Registered on the ``streamproof`` group by ``streamproof/cli.py``. Nothing here imports pyspark:
-the work is in ``spark_harness`` (imported inside the commands), so the core CLI starts fast and
+Registered on the ``streamproof`` group by :mod:`streamproof.cli`. Nothing here imports pyspark:
+the work is in ``spark_harness`` (imported inside the command), so the core CLI starts fast and
 works without Spark or Java.
 """
 
@@ -15,12 +16,13 @@ from pathlib import Path
 import click
 
 from streamproof import extras, outputs
+from streamproof.cli.campaign_summary import print_summary, summary_json
 
 SEEDS_HELP = "Seed range A:B (B excluded) or a count N (= 0:N)"
 
 
 def _parse_seeds(text: str) -> tuple[int, int]:
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     try:
         if ":" in text:
@@ -36,7 +38,7 @@ def _parse_seeds(text: str) -> tuple[int, int]:
 
 
 def _parse_pairs(pairs: tuple[str, ...], option: str, as_json: bool = False) -> dict:
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     out = {}
     for pair in pairs:
@@ -117,7 +119,7 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
     from streamproof.spark_harness.progress import CampaignDisplay
     from streamproof.spark_harness.spec import NAME_PATTERN, default_name
     from streamproof import __version__
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError
 
     try:
         target = sess.parse_master(master)
@@ -253,9 +255,9 @@ def campaign(ctx: click.Context, names: tuple[str, ...], master: str, api: str, 
                    f"write the report with: streamproof report {shlex.quote(out)}", err=True)
         ctx.exit(130)
     if as_json:
-        click.echo(json.dumps(_summary_json(result, skipped, report_path), default=str))
+        click.echo(json.dumps(summary_json(result, skipped, report_path), default=str))
     else:
-        _print_summary(result, skipped, target, report_path)
+        print_summary(result, skipped, target, report_path)
     ctx.exit(EXIT_HELD if result.holds else EXIT_FAILED)
 
 
@@ -264,7 +266,7 @@ def _flink_campaign(ctx: click.Context, jobs: list[str], master: str, api: str, 
     """``campaign --on-flink JOB...``: every job on Apache Flink, one Spark task each."""
     import os
 
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError
     from streamproof.on_flink.runner import FlinkUnavailable, check_available
     from streamproof.on_flink import campaign as flink_runs
     from streamproof.spark_harness import session as sess
@@ -340,16 +342,10 @@ def _campaigns_in(out: str) -> list[str]:
     return sorted(d.name for d in base.iterdir() if (d / "spec").is_dir()) if base.is_dir() else []
 
 
-def replay_command(path: str, inject: str | None) -> str:
-    """``streamproof replay FILE``, with ``--inject VARIANT`` when the campaign injected one (its
-    scenarios fail only with the variant applied)."""
-    return "streamproof replay " + shlex.quote(str(path)) + (f" --inject {shlex.quote(inject)}" if inject else "")
-
-
 def _exhaustive_properties(names: list[str]):
     from streamproof.properties import registry
     from streamproof.spark_harness import exhaustive as ex
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     if not names:
         raise InputError(f"--exhaustive needs a family or properties of one family (families with a small scope: "
@@ -364,7 +360,7 @@ def _exhaustive_properties(names: list[str]):
 
 
 def _check_resume(ctx, spec, props, seed_start, seed_end, examples, step_count, timeout, inject, exhaustive) -> None:
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
 
     given = {"seeds_text": ("seed range", (spec.seed_start, spec.seed_end), (seed_start, seed_end)),
              "examples": ("examples", spec.examples, examples), "step_count": ("step count", spec.step_count, step_count),
@@ -389,135 +385,3 @@ def _write_failures_locally(result, directory: Path) -> None:
             path = directory / f"{f['property']}-{f['seed']}.json"
             path.write_text(dump_scenario(load_scenario(f["scenario"]), indent=2), encoding="utf-8")
             f["file"] = str(path)
-
-
-def _summary_json(result, skipped: list[str], report_path) -> dict:
-    run = result.run
-    return {
-        "campaign": result.spec.name, "out": result.out, "holds": result.holds, "verified": result.verified,
-        "verification": result.verification, "spec": json.loads(result.spec.to_json()),
-        "properties": result.per_property, "skipped": skipped,
-        "status": result.status,
-        "failures": [{k: v for k, v in f.items()} for f in result.failures],
-        "timeouts": [{k: v for k, v in f.items()} for f in result.timeouts],
-        "errors": [{k: v for k, v in f.items()} for f in result.errors],
-        "run": dict(run.__dict__), "coverage": result.exhaustive,
-        "report": str(report_path) if report_path else None,
-    }
-
-
-def _print_summary(result, skipped: list[str], target, report_path) -> None:
-    from streamproof.cli_common import table
-
-    spec, run = result.spec, result.run
-    echo = click.echo
-    if spec.mode == "exhaustive":
-        s = spec.scope
-        what = (f"exhaustive small scope of {s['family']}: depth {s['depth']}, {s['alphabet']} steps per "
-                f"position, {s['total']} scenarios per property")
-    else:
-        what = (f"seeds {spec.seed_start}..{spec.seed_end - 1} ({spec.seeds} per property), {spec.examples} "
-                f"examples x {spec.step_count} steps per seed" + (f", bug variant {spec.inject} injected"
-                                                                   if spec.inject else ""))
-    echo(f"campaign {spec.name}: {len(spec.properties)} properties, {what}")
-    echo(f"target: {run.master} ({run.api}, {run.cores} cores)")
-    echo("")
-    rows = [(p["property"], p["rows"], p["held"], p["failed"], p["timeout"], p["error"], p["signatures"],
-             p["examples"], p["steps"], f"{p['seconds'] / max(1, p['rows']):.3f}") for p in result.per_property]
-    for line in table(("property", "seeds", "held", "failed", "timeout", "error", "signatures", "examples",
-                        "steps", "s/seed"), rows, set(range(1, 10))):
-        echo(line)
-    if skipped:
-        echo(f"skipped (nothing to explore; replay-only): {', '.join(skipped)}")
-    echo("")
-    total = sum(p["rows"] for p in result.per_property)
-    echo(f"every seed exactly once: yes ({total} rows)" if result.verified
-         else "every seed exactly once: NO: " + "; ".join(result.verification))
-    if result.exhaustive:
-        for prop, c in sorted(result.exhaustive.items()):
-            states = f", {c['distinct_states']} distinct states" if c["distinct_states"] is not None else ""
-            echo(f"coverage {prop}: {c['sequences']} of {c['sequences_total']} scenarios, "
-                 f"{c['nodes']} of {c['nodes_total']} tree nodes{states}")
-    if run.previous:
-        echo(f"started again without --resume: the previous results of {spec.name} were moved to {run.previous}")
-    rate = run.seeds_run / run.seconds if run.seconds else 0.0
-    kept = f", {run.chunks_resumed} chunks kept from earlier runs" if run.chunks_resumed else ""
-    echo(f"time: startup {run.startup_seconds:.1f} s, planning {run.plan_seconds:.1f} s, campaign {run.seconds:.1f} s for {run.seeds_run} runs "
-         f"({rate:.1f} runs/s; a run: one property on one seed){kept}")
-    if result.failures:
-        echo("")
-        echo(f"failures: {len(result.failures)} signatures (the smallest seed represents each)")
-        for f in result.failures:
-            echo(f"  {f['property']}  {f['verdict']}  {f['signature']}  {f['seeds']} seeds, first seed {f['seed']}")
-            echo(f"    {f['message']}")
-            if f.get("file"):
-                echo(f"    scenario: {f['file']}")
-                echo(f"    replay:   {replay_command(f['file'], spec.inject)}")
-            echo(f"    rerun:    {f['reproduce']}")
-    for title, rows in (("timeouts (not failures: the per-seed limit of "
-                         f"{spec.timeout:g} s ran out before the budget was done; raise --timeout)", result.timeouts),
-                        ("errors (the run raised outside the property's checks; no scenario)", result.errors)):
-        if rows:
-            echo("")
-            echo(f"{title}: {sum(f['seeds'] for f in rows)} seeds, {len(rows)} signatures")
-            for f in rows:
-                echo(f"  {f['property']}  {f['verdict']}  {f['signature']}  {f['seeds']} seeds, first seed {f['seed']}")
-                echo(f"    {f['message']}")
-                echo(f"    rerun:    {f['reproduce']}")
-    echo("")
-    if report_path:
-        echo(f"report: {report_path} (and {Path(report_path).with_suffix('.html')})")
-    echo(f"results: {result.out}")
-    echo(_verdict_line(result.status, result.per_property, total))
-
-
-def _verdict_line(status: str, per_property: list[dict], total: int) -> str:
-    count = lambda verdict: sum(p.get(verdict, 0) for p in per_property)  # noqa: E731
-    if status == "held":
-        return f"all {total} runs held (property x seed)"
-    timeouts = f", {count('timeout')} timed out" if count("timeout") else ""
-    if status == "failed":
-        return f"FAILED: {count('failed')} runs failed, {count('error')} errors{timeouts}"
-    if status == "timeout":
-        return (f"NOT ALL HELD: no run failed, but {count('timeout')} runs timed out (not checked to the end; "
-                "not failures)")
-    return "INCOMPLETE: not every seed is in the results (resume the campaign)"
-
-
-@click.command("report")
-@click.argument("results", metavar="DIR", type=click.Path(file_okay=False))
-@click.option("--campaign", "name", default=None, metavar="NAME", help="Only this campaign")
-@click.option("--out", default=None, metavar="OUT", help="Report directory [default: DIR/_report]")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per campaign, then the report's paths")
-def report(results: str, name: str | None, out: str | None, as_json: bool = False) -> None:
-    """Write a Markdown + HTML report of the campaigns in DIR: counts per property, failures
-    deduplicated by signature with their scenario files, time per seed histogram, throughput.
-    Exit 0 when every seed held, 1 when some did not, 2 when DIR holds no results."""
-    from streamproof.spark_harness.report import ReportError, write_report
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
-
-    _require_spark_extra(("pyarrow", "pandas", "matplotlib"), "streamproof report")
-    try:
-        from streamproof.explain import failure_fragment
-        path, reports = write_report(results, out, name, explain=failure_fragment)
-    except ReportError as e:
-        raise InputError(e) from None
-    except ImportError as e:  # a part of the extra imported deeper down
-        raise InputError(_missing_extra(e, "streamproof report")) from None
-    for r in reports:
-        count = lambda verdict: sum(p[verdict] for p in r.per_property)  # noqa: E731
-        if as_json:
-            click.echo(json.dumps({"campaign": r.name, "status": r.status, "runs": r.rows, "failed": count("failed"),
-                                   "timeout": count("timeout"), "error": count("error"),
-                                   "signatures": len(r.failures), "exactly_once": r.exactly_once,
-                                   "problems": list(r.problems)}))
-            continue
-        click.echo(f"campaign {r.name}: {r.rows} runs, {count('failed')} failed, {count('timeout')} timed out, "
-                   f"{count('error')} errors, {len(r.failures)} failure signatures"
-                   + ("" if r.exactly_once else " (results incomplete: " + "; ".join(r.problems) + ")"))
-    if as_json:
-        click.echo(json.dumps({"report": str(path), "html": str(path.with_suffix(".html"))}))
-    else:
-        click.echo(f"report: {path} (and {path.with_suffix('.html')})")
-    ok = all(r.status == "held" for r in reports)
-    click.get_current_context().exit(EXIT_HELD if ok else EXIT_FAILED)

@@ -1,11 +1,14 @@
 """A job certification counterexample as a timeline (``streamproof explain FILE --job JOB.py``):
-the scenario re-run under :mod:`streamproof.explain`'s passive recorder, one lane per operator
-subtask of the job (its user records in, its outputs, timers, watermarks), the job manager's lane
-(checkpoints, failures, rescales), the scenario in words, and what the failure-free reference
-committed."""
+the scenario re-run under the passive recorder (:mod:`streamproof.explain.recorder`), one lane per
+operator subtask of the job (its user records in, its outputs, timers, watermarks), the job
+manager's lane (checkpoints, failures, rescales), the scenario in words, and what the failure-free
+reference committed."""
 
 from __future__ import annotations
 
+from streamproof.explain.job_families import LEGEND, job_rows
+from streamproof.explain.recorder import Recorder, run_of_job
+from streamproof.explain.timeline import Timeline, mark, show
 from streamproof.properties.certify_job_checks import FINDING_LATE, replay_outcomes
 from streamproof.properties.certify_job_runs import (
     JobScenario, JobSubject, describe_pipeline, describe_scenario, simulate,
@@ -13,11 +16,9 @@ from streamproof.properties.certify_job_runs import (
 
 
 def job_timeline(subject: JobSubject, scenario: JobScenario, file: str, prop: str | None = None):
-    """The :class:`streamproof.explain.Timeline` of ``scenario`` on ``subject``: for a
+    """The :class:`streamproof.explain.timeline.Timeline` of ``scenario`` on ``subject``: for a
     ``job.interruptible-timers`` counterexample, its failure-free run with firings split as the
     scenario splits them, next to the unsplit run; else its faulty run."""
-    from streamproof.explain import LEGEND, Recorder, Timeline, _job_rows, _mark, _run_of_job, show
-
     split = prop == "job.interruptible-timers"
     recorder = Recorder()
     with recorder.active():
@@ -33,7 +34,7 @@ def job_timeline(subject: JobSubject, scenario: JobScenario, file: str, prop: st
     if job is None:
         rows, lanes = [], []
     else:
-        rows, lanes = _job_rows(_run_of_job(job, recorder))
+        rows, lanes = job_rows(run_of_job(job, recorder))
         hidden = {lane for lane in lanes if lane.split("[")[0].endswith(("/tag", "/type"))}  # certify's own
         rows, lanes = [r for r in rows if r.lane not in hidden], [lane for lane in lanes if lane not in hidden]
     timeline = Timeline(f"{file} (certification of {subject.target})", "certify-job", lanes, rows, verdicts,
@@ -61,7 +62,7 @@ def job_timeline(subject: JobSubject, scenario: JobScenario, file: str, prop: st
     timeline.sections = sections
     if failure is not None and not _mark_output(timeline, drawn, reference_of(subject, scenario, split), failure,
                                                 last=not split):
-        _mark(timeline, None, failure)
+        mark(timeline, None, failure)
     return timeline
 
 
@@ -72,7 +73,6 @@ def reference_of(subject: JobSubject, scenario: JobScenario, split: bool):
 def _mark_output(timeline, drawn, reference, failure: str, last: bool) -> bool:
     """Marks the first (``last``: the last, where a restored attempt repeats it) output row of a
     value the drawn run committed more often than the reference."""
-    from streamproof.explain import show
     from streamproof.properties.job.values import canonical
 
     if isinstance(drawn, str) or isinstance(reference, str):

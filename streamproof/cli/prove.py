@@ -2,7 +2,7 @@
 model's invariants are proved by k-induction (PROVED (k)) or checked to a depth (HOLDS TO DEPTH n);
 each known-bug variant is refuted by a bounded-model-checking counterexample, written as a scenario
 file of the model's family (COUNTEREXAMPLE, scenario written). Registered on the ``streamproof``
-group by ``streamproof/cli.py``; z3 is imported inside the command."""
+group by :mod:`streamproof.cli`; z3 is imported inside the command."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def prove(names: tuple[str, ...], k: int | None, depth: int | None, size: int | 
     Exit 0 when every correct model's invariants are proved (or hold to the depth, for the bounded
     ones) and every variant asked for is refuted; 1 otherwise."""
     from streamproof import extras
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
 
     extras.require(("z3",), "prove", "streamproof prove")
     from streamproof.properties.z3models import check_model, counterexample_scenario, models, replay_command

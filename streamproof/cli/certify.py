@@ -1,5 +1,5 @@
 """``streamproof certify module:Class``: certifies a user's keyed operator (docs/certify.md).
-Registered on the ``streamproof`` group by ``streamproof/cli.py``."""
+Registered on the ``streamproof`` group by :mod:`streamproof.cli`."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
             operator, examples, seed, out, replay_file, records, stream, key, timestamp, args_json, span, layout,
             late, on_flink, flink_faults, flink_time_limit, flink_mode, False))
         return
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
 
@@ -170,7 +170,7 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
     """``streamproof certify job.py``: the job as written (docs/certify.md, "Certifying a job")."""
     import os
 
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError
     from streamproof.properties import certify as cert
     from streamproof.properties import certify_job as cj
     from streamproof.properties import certify_job_report as report
@@ -224,7 +224,7 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
 def _on_flink(subject, target: str, out: Path, command: str, refused: list, faults: int, time_limit: float,
               mode: str):
     """Runs the job on Apache Flink, prints and appends the certificate's section; the report."""
-    from streamproof.cli_common import InputError
+    from streamproof.cli.common import InputError
     from streamproof.on_flink import oracle, report
     from streamproof.on_flink.runner import FlinkUnavailable
 
@@ -262,7 +262,7 @@ class _Run:
         self.results: list[dict] = []
         self.current: str | None = None
         self.done = 0
-        self.status = None  # a cli_common.Status while certifying
+        self.status = None  # a common.Status while certifying
 
     def progress(self, prop: str, done: int, shrinking: bool) -> None:
         if prop != self.current and self.status is not None:
@@ -286,7 +286,7 @@ class _Run:
         self.status.begin(len(self.results), "")
 
     def interrupted(self, stop: KeyboardInterrupt):
-        from streamproof.cli_common import interrupted, plural
+        from streamproof.cli.common import interrupted, plural
         from streamproof.properties import certify as cert
 
         prop = getattr(stop, "property", None) or self.current

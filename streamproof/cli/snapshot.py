@@ -4,7 +4,7 @@ it is valid: the header (format, max parallelism, key-group range, snapshot vers
 one row per section (key group, bytes, CRC, timers per service and domain), the totals and the
 verdict. Nothing is trusted: an invalid file is reported with the reader's offset and problem
 (exit 1), sections before the damage are still listed. Registered on the ``streamproof`` group
-by ``streamproof/cli.py``."""
+by :mod:`streamproof.cli`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, json_option, table
+from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError, emit_json, json_option, table
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # read whole; beyond this inspecting is not what was meant
 _SECTION_HEAD = struct.Struct(">BIII")

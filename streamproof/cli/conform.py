@@ -1,6 +1,6 @@
 """``streamproof conform``: random scenarios of a family on Apache Flink's own classes, the
 implementation and the model, compared observation by observation (docs/conformance.md).
-Registered on the ``streamproof`` group by ``streamproof/cli.py``."""
+Registered on the ``streamproof`` group by :mod:`streamproof.cli`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def conform(families: tuple[str, ...], version: str, examples: int, seed: int, o
     """Compare Flink, the implementation and the model on random scenarios of each FAMILY
     (default: all). Exit 0 only when every scenario agrees; 1 on a divergence; 2 when Flink or Java
     is unavailable or the arguments are bad."""
-    from streamproof.cli_common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
+    from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, table
     from streamproof.conformance.conform import FAMILIES, KNOWN, conform as run, write_divergences
     from streamproof.conformance.flink_env import FlinkUnavailable, HarnessBuildError
     from streamproof.conformance.harness import HarnessError
