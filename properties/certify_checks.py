@@ -32,8 +32,8 @@ from streamproof.properties.certify_late import (
 )
 from streamproof.properties.certify_runs import (
     Runs, _difference, _faulty_split_sensitive, _faulty_unsplit, _matches_history, _matches_lineage,
-    _order_sensitive, _run, _split_sensitive, _unsplit_is_exactly_once, history_reference, observed_of, output,
-    readable, runs,
+    _order_sensitive, _run, _split_sensitive, _unsplit_is_exactly_once, history_reference, observed_of,
+    output, readable, runs,
 )
 from streamproof.properties.job import check as job_check
 from streamproof.properties.job.functions import FUNCTIONS

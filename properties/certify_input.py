@@ -16,8 +16,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 from streamproof.properties.job.steps import (
-    RESTART_GAP,
-    Fail, FailInInterruptedFiring, ProcessingTime, Record, Rescale, SourceWatermark, UserRecord,
+    RESTART_GAP, Fail, FailInInterruptedFiring, ProcessingTime, Record, Rescale, SourceWatermark, UserRecord,
 )
 from streamproof.properties.scenario import JSON, Scenario
 from streamproof.properties.certify_burst import END, _after, _burst_choices, _burst_plan

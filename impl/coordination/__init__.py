@@ -53,16 +53,10 @@ imports this one: the valve runs on its own harness and pipeline (:mod:`.valve_p
 from __future__ import annotations
 
 from streamproof.impl.coordination.api import (
-    AcknowledgeCheckpointEvent,
-    OperatorCoordinator,
-    SubtaskAccess,
-    SubtaskGateway,
+    AcknowledgeCheckpointEvent, OperatorCoordinator, SubtaskAccess, SubtaskGateway,
 )
 from streamproof.impl.coordination.example import (
-    AddSplitEvent,
-    NoMoreSplitsEvent,
-    RequestSplitEvent,
-    SplitAssigningSourceCoordinator,
+    AddSplitEvent, NoMoreSplitsEvent, RequestSplitEvent, SplitAssigningSourceCoordinator,
 )
 
 # private helpers, importable from here as before (the valve bug zoo imports _call_send_action)
@@ -72,15 +66,10 @@ from streamproof.impl.coordination.flink_protocol import (
     _raise,  # noqa: F401
 )
 from streamproof.impl.coordination.harness import (
-    RecordingCoordinator,
-    ScriptedSubtaskAccess,
-    ScriptedTasks,
-    ValveHarness,
+    RecordingCoordinator, ScriptedSubtaskAccess, ScriptedTasks, ValveHarness,
 )
 from streamproof.impl.coordination.legacy_protocol import (
-    LegacyOperatorCoordinatorHolder,
-    LegacySubtaskGateway,
-    OperatorEventValve,
+    LegacyOperatorCoordinatorHolder, LegacySubtaskGateway, OperatorEventValve,
 )
 from streamproof.impl.coordination.protocols import HOLDERS, PROTOCOLS, create_holder
 from streamproof.impl.coordination.runtime import (
@@ -100,8 +89,7 @@ from streamproof.impl.coordination.runtime import (
     wait_for_all,
 )
 from streamproof.impl.coordination.streamproof_protocol import (
-    StreamproofOperatorCoordinatorHolder,
-    StreamproofSubtaskGateway,
+    StreamproofOperatorCoordinatorHolder, StreamproofSubtaskGateway,
 )
 
 __all__ = [

@@ -17,24 +17,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from streamproof.impl.coordination.api import (
-    AcknowledgeCheckpointEvent,
-    OperatorCoordinator,
-    SubtaskAccess,
-    SubtaskGateway,
+    AcknowledgeCheckpointEvent, OperatorCoordinator, SubtaskAccess, SubtaskGateway,
 )
 from streamproof.impl.coordination.runtime import (
-    EVENT_LOSS_ERROR_MESSAGE,
-    NO_CHECKPOINT,
-    BlockedEvent,
-    CompletableFuture,
-    FlinkException,
-    FlinkRuntimeException,
-    IllegalStateException,
-    IncompleteFuturesTracker,
-    MainThreadExecutor,
-    _call_send_action,
-    assert_no_exception,
-    wait_for_all,
+    EVENT_LOSS_ERROR_MESSAGE, NO_CHECKPOINT, BlockedEvent, CompletableFuture, FlinkException,
+    FlinkRuntimeException, IllegalStateException, IncompleteFuturesTracker, MainThreadExecutor,
+    _call_send_action, assert_no_exception, wait_for_all,
 )
 
 # ------------------------------------------------------------------------------------ gateway

@@ -7,18 +7,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from streamproof.impl.coordination.api import (
-    AcknowledgeCheckpointEvent,
-    OperatorCoordinator,
-    SubtaskAccess,
-    SubtaskGateway,
+    AcknowledgeCheckpointEvent, OperatorCoordinator, SubtaskAccess, SubtaskGateway,
 )
 from streamproof.impl.coordination.protocols import create_holder
 from streamproof.impl.coordination.runtime import (
-    CompletableFuture,
-    FlinkException,
-    IllegalStateException,
-    MainThreadExecutor,
-    TaskNotRunningException,
+    CompletableFuture, FlinkException, IllegalStateException, MainThreadExecutor, TaskNotRunningException,
 )
 
 

@@ -11,24 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproof.impl.coordination.api import (
-    AcknowledgeCheckpointEvent,
-    SubtaskAccess,
-    SubtaskGateway,
-)
+from streamproof.impl.coordination.api import AcknowledgeCheckpointEvent, SubtaskAccess, SubtaskGateway
 from streamproof.impl.coordination.flink_protocol import OperatorCoordinatorHolder
 from streamproof.impl.coordination.runtime import (
-    EVENT_LOSS_ERROR_MESSAGE,
-    NO_CHECKPOINT,
-    BlockedEvent,
-    CompletableFuture,
-    FlinkException,
-    FlinkRuntimeException,
-    IllegalStateException,
-    IncompleteFuturesTracker,
-    MainThreadExecutor,
-    _call_send_action,
-    assert_no_exception,
+    EVENT_LOSS_ERROR_MESSAGE, NO_CHECKPOINT, BlockedEvent, CompletableFuture, FlinkException,
+    FlinkRuntimeException, IllegalStateException, IncompleteFuturesTracker, MainThreadExecutor,
+    _call_send_action, assert_no_exception,
 )
 
 

@@ -14,10 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamproof.impl.coordination.api import SubtaskAccess
-from streamproof.impl.coordination.flink_protocol import (
-    OperatorCoordinatorHolder,
-    SubtaskGatewayImpl,
-)
+from streamproof.impl.coordination.flink_protocol import OperatorCoordinatorHolder, SubtaskGatewayImpl
 from streamproof.impl.coordination.runtime import CompletableFuture, FlinkException
 
 

@@ -27,13 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamproof.impl.coordination import (
-    AcknowledgeCheckpointEvent,
-    CompletableFuture,
-    MainThreadExecutor,
-    OperatorCoordinator,
-    SubtaskAccess,
-    TaskNotRunningException,
-    create_holder,
+    AcknowledgeCheckpointEvent, CompletableFuture, MainThreadExecutor, OperatorCoordinator, SubtaskAccess,
+    TaskNotRunningException, create_holder,
 )
 
 

@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamproof.impl.graph.job_graph import JobGraph
-from streamproof.impl.operators.keyed_process_operator import (
-    KeyedProcessFunction,
-    StreamRecord,
-)
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
 from streamproof.impl.tasks.chained_operators import WATERMARK_MODES
 from streamproof.impl.tasks.stream_elements import (
     Watermark,

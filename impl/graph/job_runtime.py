@@ -23,37 +23,20 @@ import random
 from collections import deque
 from typing import Any, Callable
 
-from streamproof.impl.graph.checkpoint_coordinator import (
-    CompletedCheckpoint,
-    GraphCheckpointCoordinator,
-)
+from streamproof.impl.graph.checkpoint_coordinator import CompletedCheckpoint, GraphCheckpointCoordinator
 from streamproof.impl.graph.job import GraphJobSpec
 from streamproof.impl.graph.sources import GraphSourceTask
 from streamproof.impl.graph.task_wiring import (
-    TimedMailboxTimers,
-    chained_output,
-    input_clock,
-    interrupt_check,
-    network_output,
-    routed_output,
+    TimedMailboxTimers, chained_output, input_clock, interrupt_check, network_output, routed_output,
 )
 from streamproof.impl.operators.keyed_process_operator import StreamRecord
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
 from streamproof.impl.state.key_groups import (
-    assign_to_key_group,
-    compute_key_group_range_for_operator_index,
-    compute_operator_index_for_key_group,
+    assign_to_key_group, compute_key_group_range_for_operator_index, compute_operator_index_for_key_group,
 )
 from streamproof.impl.tasks.chained_operators import (
-    BroadcastProcessOperator,
-    KeyedBroadcastOperator,
-    KeyedOperator,
-    KeylessRecordError,
-    ProcessOperator,
-    SinkCommitter,
-    SinkOperator,
-    SinkWriter,
-    StatelessOperator,
+    BroadcastProcessOperator, KeyedBroadcastOperator, KeyedOperator, KeylessRecordError, ProcessOperator,
+    SinkCommitter, SinkOperator, SinkWriter, StatelessOperator,
 )
 from streamproof.impl.tasks.operator_chain import ChainTask
 from streamproof.impl.tasks.stream_elements import EndOfData, SecondInput, Watermark

@@ -9,12 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from streamproof.impl.graph.job import (
-    GraphJobSpec,
-    JobSpec,
-    PeriodicWatermark,
-    TaskBookkeeping,
-)
+from streamproof.impl.graph.job import GraphJobSpec, JobSpec, PeriodicWatermark, TaskBookkeeping
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
 from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem

@@ -9,14 +9,8 @@ from streamproof.impl.graph.job import PeriodicWatermark, SourceProgram
 from streamproof.impl.operators.keyed_process_operator import (
     StreamRecord,
 )
-from streamproof.impl.tasks.stream_elements import (
-    EndOfData,
-    Watermark,
-)
-from streamproof.impl.timers.processing_time_service import (
-    MAX_WATERMARK,
-    MIN_WATERMARK,
-)
+from streamproof.impl.tasks.stream_elements import EndOfData, Watermark
+from streamproof.impl.timers.processing_time_service import MAX_WATERMARK, MIN_WATERMARK
 
 
 class SourceTask:

@@ -11,28 +11,13 @@ from here as before (docs/api.md). Left out: the DataStream API's type system an
 """
 
 from streamproof.impl.operators.keyed_process_operator import (
-    Collector,
-    Context,
-    KeyedProcessFunction,
-    KeyedProcessOperator,
-    OperatorSnapshot,
-    RuntimeContext,
-    StreamRecord,
-    TimerService,
+    Collector, Context, KeyedProcessFunction, KeyedProcessOperator, OperatorSnapshot, RuntimeContext,
+    StreamRecord, TimerService,
 )
 from streamproof.impl.operators.user_code import CallbackLimitExceeded, UserCodeError
 from streamproof.impl.state.keyed_state_backend import (
-    AggregatingState,
-    AggregatingStateDescriptor,
-    KeyedStateBackend,
-    ListState,
-    ListStateDescriptor,
-    MapState,
-    MapStateDescriptor,
-    ReducingState,
-    ReducingStateDescriptor,
-    ValueState,
-    ValueStateDescriptor,
+    AggregatingState, AggregatingStateDescriptor, KeyedStateBackend, ListState, ListStateDescriptor, MapState,
+    MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
 )
 from streamproof.impl.timers.processing_time_service import MAX_WATERMARK
 

@@ -14,39 +14,18 @@ from typing import Any, Callable, Hashable
 
 from streamproof.impl.operators.user_clock import user_clock_for
 from streamproof.impl.operators.user_code import (
-    _PER,
-    CallbackLimitExceeded,
-    UserCodeError,
-    _CallbackAbort,
-    _on_alarm,
-    _Watchdog,
+    _PER, CallbackLimitExceeded, UserCodeError, _CallbackAbort, _on_alarm, _Watchdog,
 )
 from streamproof.impl.state.key_context import KeyContext
-from streamproof.impl.state.key_groups import (
-    CompositeKey,
-    KeyGroupRange,
-    assign_to_key_group,
-)
+from streamproof.impl.state.key_groups import CompositeKey, KeyGroupRange, assign_to_key_group
 from streamproof.impl.state.keyed_state_backend import (
-    AggregatingState,
-    AggregatingStateDescriptor,
-    KeyedStateBackend,
-    ListState,
-    ListStateDescriptor,
-    MapState,
-    MapStateDescriptor,
-    ReducingState,
-    ReducingStateDescriptor,
-    ValueState,
-    ValueStateDescriptor,
+    AggregatingState, AggregatingStateDescriptor, KeyedStateBackend, ListState, ListStateDescriptor, MapState,
+    MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
 )
 from streamproof.impl.timers.internal_time_service_manager import (
     InternalTimeServiceManager,
 )
-from streamproof.impl.timers.internal_timer_service import (
-    InternalTimer,
-    InternalTimerService,
-)
+from streamproof.impl.timers.internal_timer_service import InternalTimer, InternalTimerService
 from streamproof.impl.timers.operator_timers import OperatorProcessingTimeService
 from streamproof.impl.timers.snapshots import restore_from_snapshots, snapshot_at_once
 

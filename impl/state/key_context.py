@@ -3,10 +3,7 @@ its keyed state and its timer services."""
 
 from __future__ import annotations
 
-from streamproof.impl.state.key_groups import (
-    Key,
-    key_group_memo,
-)
+from streamproof.impl.state.key_groups import Key, key_group_memo
 
 
 class KeyContext:

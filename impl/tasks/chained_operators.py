@@ -8,22 +8,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from streamproof.impl.operators.keyed_process_operator import (
-    KeyedProcessOperator,
-    StreamRecord,
-)
-from streamproof.impl.operators.two_phase_commit_sink import (
-    ExternalSystem,
-    TwoPhaseCommitSink,
-)
-from streamproof.impl.tasks.stream_elements import (
-    FlushRecord,
-    SecondInput,
-)
-from streamproof.impl.tasks.stream_task import (
-    OperatorTask,
-    flush_processing_time_timers,
-)
+from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator, StreamRecord
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem, TwoPhaseCommitSink
+from streamproof.impl.tasks.stream_elements import FlushRecord, SecondInput
+from streamproof.impl.tasks.stream_task import OperatorTask, flush_processing_time_timers
 from streamproof.impl.tasks.watermarks import MailboxWatermarkProcessor
 from streamproof.impl.timers.processing_time_service import MAX_WATERMARK, MIN_WATERMARK
 

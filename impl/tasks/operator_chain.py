@@ -19,14 +19,8 @@ from streamproof.impl.operators.keyed_process_operator import (
     StreamRecord,
 )
 from streamproof.impl.tasks.chained_operators import ChainedOperator, KeyedOperator
-from streamproof.impl.tasks.stream_elements import (
-    CheckpointBarrier,
-    EndOfData,
-)
-from streamproof.impl.tasks.stream_task import (
-    OperatorTask,
-    pending_timers,
-)
+from streamproof.impl.tasks.stream_elements import CheckpointBarrier, EndOfData
+from streamproof.impl.tasks.stream_task import OperatorTask, pending_timers
 from streamproof.impl.tasks.task_state import TaskConfig, TaskSnapshot, consumed
 
 

@@ -17,32 +17,18 @@ from collections import deque
 from typing import Any, Callable
 
 from streamproof.impl.operators.keyed_process_operator import (
-    KeyedProcessFunction,
-    KeyedProcessOperator,
-    StreamRecord,
+    KeyedProcessFunction, KeyedProcessOperator, StreamRecord,
 )
-from streamproof.impl.operators.two_phase_commit_sink import (
-    ExternalSystem,
-    TwoPhaseCommitSink,
-)
+from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem, TwoPhaseCommitSink
 from streamproof.impl.state.key_groups import KeyGroupRange, assign_to_key_group
 from streamproof.impl.tasks.mailbox import MailboxProcessor, MailOptions, TaskMailbox
 from streamproof.impl.tasks.stream_elements import (
-    CheckpointBarrier,
-    EndOfData,
-    FlushRecord,
-    ProcessingTimeAdvance,
-    Watermark,
+    CheckpointBarrier, EndOfData, FlushRecord, ProcessingTimeAdvance, Watermark,
 )
 from streamproof.impl.tasks.task_state import TaskConfig, TaskSnapshot, consumed
-from streamproof.impl.tasks.watermarks import (
-    MailboxWatermarkProcessor,
-    StatusWatermarkValve,
-)
+from streamproof.impl.tasks.watermarks import MailboxWatermarkProcessor, StatusWatermarkValve
 from streamproof.impl.timers.processing_time_service import (
-    MAX_WATERMARK,
-    MIN_WATERMARK,
-    TimerFiringBudgetExceeded,
+    MAX_WATERMARK, MIN_WATERMARK, TimerFiringBudgetExceeded,
 )
 
 

@@ -18,9 +18,7 @@ from streamproof.impl.timers.internal_time_service_manager import (
 from streamproof.impl.timers.internal_timer import InternalTimer
 from streamproof.impl.timers.internal_timer_service import InternalTimerService
 from streamproof.impl.timers.processing_time_service import (
-    MAX_WATERMARK,
-    MIN_WATERMARK,
-    ManualProcessingTimeService,
+    MAX_WATERMARK, MIN_WATERMARK, ManualProcessingTimeService,
 )
 
 __all__ = ["KeyContext", "InternalTimeServiceManager", "InternalTimer", "InternalTimerService",

@@ -12,16 +12,10 @@ from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.timers.heap_priority_queue_set import KeyGroupOutOfRangeError
 from streamproof.impl.timers.internal_timer import InternalTimersSnapshot
 from streamproof.impl.timers.internal_timer_service import (
-    TIE_ORDERS,
-    FlushResult,
-    InternalTimerService,
-    KeyContext,
-    Triggerable,
+    TIE_ORDERS, FlushResult, InternalTimerService, KeyContext, Triggerable,
 )
 from streamproof.impl.timers.processing_time_service import (
-    DEFAULT_FIRING_BUDGET,
-    MAX_WATERMARK,
-    ProcessingTimeService,
+    DEFAULT_FIRING_BUDGET, MAX_WATERMARK, ProcessingTimeService,
 )
 from streamproof.impl.timers.snapshots import start_snapshot
 from streamproof.impl.timers.termination import TimerTerminationAction

@@ -21,23 +21,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.state.key_context import KeyContext
-from streamproof.impl.state.key_groups import (
-    INT64_MAX,
-    INT64_MIN,
-    KeyGroupRange,
-    assign_to_key_group,
-)
+from streamproof.impl.state.key_groups import INT64_MAX, INT64_MIN, KeyGroupRange, assign_to_key_group
 from streamproof.impl.timers.heap_priority_queue_set import (
-    KeyGroupedPriorityQueueSet,
-    KeyGroupOutOfRangeError,
+    KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError,
 )
 from streamproof.impl.timers.internal_timer import InternalTimer, InternalTimersSnapshot
 from streamproof.impl.timers.processing_time_service import (
-    DEFAULT_FIRING_BUDGET,
-    MAX_WATERMARK,
-    MIN_WATERMARK,
-    ProcessingTimeService,
-    ScheduledTimer,
+    DEFAULT_FIRING_BUDGET, MAX_WATERMARK, MIN_WATERMARK, ProcessingTimeService, ScheduledTimer,
     TimerFiringBudgetExceeded,
 )
 from streamproof.impl.timers.termination import TimerTerminationAction

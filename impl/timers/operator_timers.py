@@ -16,10 +16,7 @@ import itertools
 from typing import Callable
 
 from streamproof.impl.timers.internal_timer_service import FlushResult
-from streamproof.impl.timers.processing_time_service import (
-    MAX_WATERMARK,
-    TimerFiringBudgetExceeded,
-)
+from streamproof.impl.timers.processing_time_service import MAX_WATERMARK, TimerFiringBudgetExceeded
 from streamproof.impl.timers.termination import TimerTerminationAction
 
 

@@ -33,12 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from streamproof.impl.state.key_groups import (
-    INT64_MAX,
-    INT64_MIN,
-    UPPER_BOUND_MAX_PARALLELISM,
-    CompositeKey,
-    Int32,
-    KeyGroupRange,
+    INT64_MAX, INT64_MIN, UPPER_BOUND_MAX_PARALLELISM, CompositeKey, Int32, KeyGroupRange,
     assign_to_key_group,
 )
 from streamproof.impl.timers.internal_timer import InternalTimer

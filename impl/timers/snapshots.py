@@ -48,11 +48,7 @@ from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.timers.heap_priority_queue_set import KeyGroupOutOfRangeError
 from streamproof.impl.timers.internal_timer import InternalTimersSnapshot
 from streamproof.impl.timers.snapshot_format import (
-    CURRENT_FORMAT_VERSION,
-    SnapshotFormatError,
-    SnapshotWriter,
-    TimerSnapshotContents,
-    decode_snapshot,
+    CURRENT_FORMAT_VERSION, SnapshotFormatError, SnapshotWriter, TimerSnapshotContents, decode_snapshot,
 )
 from streamproof.impl.timers.termination import TimerTerminationAction
 

@@ -23,11 +23,7 @@ import click
 
 from streamproof import __version__
 from streamproof.cli.common import (
-    EXIT_INTERRUPTED,
-    NO_ARGS_HELP,
-    deliver_ctrl_c_reliably,
-    input_error,
-    settle_interrupt,
+    EXIT_INTERRUPTED, NO_ARGS_HELP, deliver_ctrl_c_reliably, input_error, settle_interrupt,
 )
 from streamproof.properties import registry
 from streamproof.properties.families import FamilyPackageError

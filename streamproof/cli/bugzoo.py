@@ -6,18 +6,8 @@ from __future__ import annotations
 import click
 
 from streamproof.cli.common import (
-    EXIT_FAILED,
-    EXIT_HELD,
-    Status,
-    emit_json,
-    examples_option,
-    input_error,
-    interrupted,
-    json_option,
-    plural,
-    profile_defaults,
-    seed_option,
-    table,
+    EXIT_FAILED, EXIT_HELD, Status, emit_json, examples_option, input_error, interrupted, json_option, plural,
+    profile_defaults, seed_option, table,
 )
 from streamproof.properties import registry
 

@@ -13,20 +13,8 @@ import click
 
 from streamproof import outputs
 from streamproof.cli.common import (
-    EXIT_FAILED,
-    EXIT_HELD,
-    InputError,
-    Status,
-    emit_json,
-    examples_option,
-    input_error,
-    interrupted,
-    json_option,
-    plural,
-    profile_defaults,
-    seed_option,
-    table,
-    write_atomically,
+    EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, examples_option, input_error, interrupted,
+    json_option, plural, profile_defaults, seed_option, table, write_atomically,
 )
 from streamproof.properties import registry
 from streamproof.properties.scenario import ScenarioError, dump_scenario, load_scenario_file

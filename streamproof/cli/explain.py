@@ -11,13 +11,7 @@ from pathlib import Path
 import click
 
 from streamproof.cli.common import (
-    EXIT_FAILED,
-    EXIT_HELD,
-    InputError,
-    emit_json,
-    injected_patch,
-    json_option,
-    refuse_certify_counterexample,
+    EXIT_FAILED, EXIT_HELD, InputError, emit_json, injected_patch, json_option, refuse_certify_counterexample,
 )
 from streamproof.properties import registry
 from streamproof.properties.scenario import load_scenario_file

@@ -9,15 +9,7 @@ from typing import Any
 import click
 
 from streamproof.cli.common import (
-    EXIT_FAILED,
-    EXIT_HELD,
-    InputError,
-    Status,
-    emit_json,
-    injected_patch,
-    interrupted,
-    json_option,
-    plural,
+    EXIT_FAILED, EXIT_HELD, InputError, Status, emit_json, injected_patch, interrupted, json_option, plural,
     refuse_certify_counterexample,
 )
 from streamproof.properties import registry
