@@ -1,5 +1,4 @@
-"""What a job is: the one-stage :class:`JobSpec`, the :class:`GraphJobSpec` of a job graph, and the
-bookkeeping the simulator keeps of each task (:class:`TaskBookkeeping`).
+"""What a job is: the one-stage :class:`JobSpec` and the :class:`GraphJobSpec` of a job graph.
 
 A :class:`JobSpec` is the one-stage job ``source[s] --keyBy--> keyed operator + 2PC sink [p]``: per
 source subtask a bounded list of elements (records and watermarks), the function, parallelism and
@@ -9,7 +8,6 @@ configuration. It runs as its one-operator job graph on the one job runtime
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -85,76 +83,6 @@ class JobSpec:
     def __post_init__(self) -> None:
         if self.timer_tie_order not in TIE_ORDERS:
             raise ValueError(f"timer_tie_order must be one of {', '.join(TIE_ORDERS)}, got {self.timer_tie_order!r}")
-
-
-class TaskBookkeeping:
-    """What the tasks did that their output does not show, recorded by watching them (never
-    changing what they do): the simulator's view of each task's own bookkeeping.
-
-    ``log`` holds ``("snapshot", attempt, task, checkpoint, callback, interrupted)`` for every
-    snapshot (``callback``: the user callback on the stack when it was taken, None between mails;
-    ``interrupted``: a timer firing waited for its continuation), ``("continuations", attempt,
-    task, priority, n)`` when a step left ``n`` > 1 watermark continuations of one operator
-    pending, and ``("barrier-in-yield", attempt, task, callback)`` when an operator's yield ran a
-    checkpoint barrier's mail. ``counts`` counts yields that ran mail inside a timer callback and
-    watermarks that arrived while a continuation was pending."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple] = []
-        self.counts: Counter = Counter()
-
-    def observe(self, task, label: str, operators: list) -> None:
-        """``operators``: (KeyedProcessOperator, its mailbox executor, its watermark processor) of
-        each keyed operator of ``task``."""
-        attempt = task.attempt
-        snapshot, run_step, process_watermark = task._snapshot, task.run_step, task._process_watermark
-
-        def callback() -> str | None:
-            return next((op._callback for op, _, _ in operators if op._callback is not None), None)
-
-        def observed_snapshot(checkpoint_id):
-            self.log.append(("snapshot", attempt, label, checkpoint_id, callback(), task.firing_interrupted()))
-            return snapshot(checkpoint_id)
-
-        priorities = [executor.priority for _, executor, _ in operators]
-
-        def observed_step():
-            ran = run_step()
-            continuations = Counter(mail.priority for mail in task.mailbox.pending_mails()
-                                    if mail.description == "emitWatermarkInsideMailbox")
-            if continuations:
-                for priority in priorities:
-                    if continuations[priority] > 1:
-                        self.log.append(("continuations", attempt, label, priority, continuations[priority]))
-            return ran
-
-        def observed_watermark(timestamp):
-            if task.firing_interrupted():
-                self.counts["watermark while a continuation was pending"] += 1
-            return process_watermark(timestamp)
-
-        task._snapshot, task.run_step, task._process_watermark = observed_snapshot, observed_step, observed_watermark
-        for operator, executor, _ in operators:
-            self._observe_yields(task, label, operator, executor)
-
-    def _observe_yields(self, task, label: str, operator, executor) -> None:
-        attempt = task.attempt
-
-        def observed(original):
-            def yield_(*args):
-                before = task.mailbox.pending_mails()
-                inside = operator._callback
-                ran = original(*args)
-                if inside is not None and ran is not False:
-                    after = {id(mail) for mail in task.mailbox.pending_mails()}
-                    taken = [mail for mail in before if id(mail) not in after]
-                    self.counts[f"a yield ran a mail inside {inside}"] += 1
-                    if any(mail.description.startswith("unaligned barrier") for mail in taken):
-                        self.log.append(("barrier-in-yield", attempt, label, inside))
-                return ran
-            return yield_
-
-        executor.try_yield, executor.yield_ = observed(executor.try_yield), observed(executor.yield_)
 
 
 @dataclass

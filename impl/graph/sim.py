@@ -7,9 +7,10 @@ coordinator trigger a checkpoint when due, and applies the faults scheduled for 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 
-from streamproof.impl.graph.job import GraphJobSpec, JobSpec, PeriodicWatermark, TaskBookkeeping
+from streamproof.impl.graph.job import GraphJobSpec, JobSpec, PeriodicWatermark
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
 from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
@@ -58,7 +59,7 @@ class SimulationResult:
     # order (None when a rescale merged tasks): replayed without faults, it is the run's reference
     lineage: list | None = None
     metrics: dict = field(default_factory=dict)  # runtime-specific measurements (job graphs: liveness)
-    # the tasks' own bookkeeping (impl.job.TaskBookkeeping): snapshots and where they were taken,
+    # the tasks' own bookkeeping (TaskBookkeeping): snapshots and where they were taken,
     # pending watermark continuations, barriers a yield ran; and counts of what happened inside steps
     task_log: list = field(default_factory=list)
     task_counts: dict = field(default_factory=dict)
@@ -181,6 +182,76 @@ def _graph_result(job, step: int, applied: list, interrupted_seen: int) -> Simul
                             job.coordinator.channel_state_records, late_records=sum(t.late_records for t in job.all_tasks),
                             side_outputs=sum(t.side_outputs for t in job.all_tasks), lineage=None, metrics=metrics,
                             task_log=job.bookkeeping.log, task_counts=dict(job.bookkeeping.counts))
+
+
+class TaskBookkeeping:
+    """What the tasks did that their output does not show, recorded by watching them (never
+    changing what they do): the simulator's view of each task's own bookkeeping.
+
+    ``log`` holds ``("snapshot", attempt, task, checkpoint, callback, interrupted)`` for every
+    snapshot (``callback``: the user callback on the stack when it was taken, None between mails;
+    ``interrupted``: a timer firing waited for its continuation), ``("continuations", attempt,
+    task, priority, n)`` when a step left ``n`` > 1 watermark continuations of one operator
+    pending, and ``("barrier-in-yield", attempt, task, callback)`` when an operator's yield ran a
+    checkpoint barrier's mail. ``counts`` counts yields that ran mail inside a timer callback and
+    watermarks that arrived while a continuation was pending."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple] = []
+        self.counts: Counter = Counter()
+
+    def observe(self, task, label: str, operators: list) -> None:
+        """``operators``: (KeyedProcessOperator, its mailbox executor, its watermark processor) of
+        each keyed operator of ``task``."""
+        attempt = task.attempt
+        snapshot, run_step, process_watermark = task._snapshot, task.run_step, task._process_watermark
+
+        def callback() -> str | None:
+            return next((op._callback for op, _, _ in operators if op._callback is not None), None)
+
+        def observed_snapshot(checkpoint_id):
+            self.log.append(("snapshot", attempt, label, checkpoint_id, callback(), task.firing_interrupted()))
+            return snapshot(checkpoint_id)
+
+        priorities = [executor.priority for _, executor, _ in operators]
+
+        def observed_step():
+            ran = run_step()
+            continuations = Counter(mail.priority for mail in task.mailbox.pending_mails()
+                                    if mail.description == "emitWatermarkInsideMailbox")
+            if continuations:
+                for priority in priorities:
+                    if continuations[priority] > 1:
+                        self.log.append(("continuations", attempt, label, priority, continuations[priority]))
+            return ran
+
+        def observed_watermark(timestamp):
+            if task.firing_interrupted():
+                self.counts["watermark while a continuation was pending"] += 1
+            return process_watermark(timestamp)
+
+        task._snapshot, task.run_step, task._process_watermark = observed_snapshot, observed_step, observed_watermark
+        for operator, executor, _ in operators:
+            self._observe_yields(task, label, operator, executor)
+
+    def _observe_yields(self, task, label: str, operator, executor) -> None:
+        attempt = task.attempt
+
+        def observed(original):
+            def yield_(*args):
+                before = task.mailbox.pending_mails()
+                inside = operator._callback
+                ran = original(*args)
+                if inside is not None and ran is not False:
+                    after = {id(mail) for mail in task.mailbox.pending_mails()}
+                    taken = [mail for mail in before if id(mail) not in after]
+                    self.counts[f"a yield ran a mail inside {inside}"] += 1
+                    if any(mail.description.startswith("unaligned barrier") for mail in taken):
+                        self.log.append(("barrier-in-yield", attempt, label, inside))
+                return ran
+            return yield_
+
+        executor.try_yield, executor.yield_ = observed(executor.try_yield), observed(executor.yield_)
 
 
 class ObservedGraphJob(GraphJob):

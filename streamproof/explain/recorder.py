@@ -39,7 +39,7 @@ class Recorder:
 
     @contextmanager
     def active(self) -> Iterator["Recorder"]:
-        from streamproof.impl.graph import job, job_runtime
+        from streamproof.impl.graph import job_runtime, sim
         from streamproof.impl.operators import two_phase_commit_sink as sink
         from streamproof.impl.tasks import chained_operators, operator_chain
         from streamproof.impl.tasks import stream_task as task
@@ -95,7 +95,7 @@ class Recorder:
 
         with ExitStack() as stack:
             wrap(stack, job_runtime.GraphJob, "__init__", job_init)
-            wrap(stack, job.TaskBookkeeping, "__init__", bookkeeping_init)
+            wrap(stack, sim.TaskBookkeeping, "__init__", bookkeeping_init)
             wrap(stack, task.OperatorTask, "__init__", task_init)
             wrap(stack, chained_operators.ChainedOperator, "__init__", operator_init)
             for cls in (task.OperatorTask, operator_chain.ChainTask):
