@@ -16,6 +16,7 @@ from hypothesis.stateful import get_state_machine_test
 
 from streamproof.properties import scenario as sc
 from streamproof.properties.determinism import pinned_constants
+from streamproof.properties.gc_pacing import paced_collections
 from streamproof.properties.reach import counting
 from streamproof.properties.registry import Property
 from streamproof.properties.verdict import Violation
@@ -122,7 +123,7 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
                            dict(tally.reach_examples), found)
 
     interrupts = _interrupts
-    with counting() as reach, pinned_constants():
+    with counting() as reach, pinned_constants(), paced_collections():
         tally.reach = reach
         tally.outer_exception = sys.exc_info()[1]
         try:

@@ -51,8 +51,7 @@ class CheckpointCoordinator:
                 return False
             self.stop_savepoint = self.trigger(now, savepoint=True)  # stop-with-savepoint --no-drain
             return True
-        all_finished = all(t.input_ended for t in self.job.tasks)
-        if self.pending or (now < self.next_trigger and not all_finished):
+        if self.pending or (now < self.next_trigger and not all(t.input_ended for t in self.job.tasks)):
             return False
         if all(t.state == t.TERMINATED for t in self.job.tasks):
             return False

@@ -146,6 +146,35 @@ class GraphJob:
         return all(self._queued(task, (operator, sender)) < self.spec.channel_capacity
                    for edge in self.graph.outputs(operator) for task in self._targets(edge, sender, record))
 
+    def capacity_check(self, operator: str, sender: int, any_target: bool = False) -> Callable[[StreamRecord], bool]:
+        """:meth:`has_capacity` of ``operator``'s subtask ``sender`` as a function of the record, with
+        the channels it reads looked up once: a source asks before every record (issue 30). Valid
+        while this attempt's tasks run (a failover deploys new sources, which ask again)."""
+        edges, capacity = self.graph.outputs(operator), self.spec.channel_capacity
+        channel = (operator, sender)
+        if any_target or any(e.key_selector or e.partitioning == "rebalance" for e in edges):
+            every = [(t.queued_records, t.channel_index[channel]) for e in edges for t in self._targets(e, sender, None)]
+            return lambda record: all(queued[index] < capacity for queued, index in every)
+        fixed = [(t.queued_records, t.channel_index[channel]) for e in edges if e.partitioning in ("forward", "broadcast")
+                 for t in self._targets(e, sender, None)]
+        keyed = [[(t.queued_records, t.channel_index[channel]) for t in self._targets(e, sender, None)]
+                 for e in edges if e.partitioning not in ("forward", "broadcast")]
+        max_parallelism = self.spec.max_parallelism
+
+        def fits(record: StreamRecord) -> bool:
+            if keyed and record.key is None:
+                return self.has_capacity(operator, sender, record)  # raises KeylessRecordError, as it did
+            if not all(queued[index] < capacity for queued, index in fixed):
+                return False
+            for subtasks in keyed:
+                owner = compute_operator_index_for_key_group(max_parallelism, len(subtasks),
+                                                             assign_to_key_group(record.key, max_parallelism))
+                queued, index = subtasks[owner]
+                if queued[index] >= capacity:
+                    return False
+            return True
+        return fits
+
     @staticmethod
     def _queued(task: ChainTask, channel: tuple) -> int:
         return task.queued_records[task.channel_index[channel]]

@@ -107,6 +107,7 @@ class GraphSourceTask(SourceTask):
     """A source subtask (global index ``index``) writing to every edge of its source operator."""
 
     deployed = True  # set by the scheduler (FLIP-331: a source behind a blocking region waits)
+    _fits = None  # the job's capacity check of this subtask's next record (made on first use)
 
     @property
     def program(self) -> SourceProgram | None:
@@ -116,9 +117,11 @@ class GraphSourceTask(SourceTask):
         if self.ended or self.exhausted or not self.deployed:
             return False
         if self.offset < len(self.elements) and isinstance(self.elements[self.offset], StreamRecord):
-            operator, subtask = self.job.graph.source_subtasks()[self.index]
-            return self.job.has_capacity(operator, subtask, self.elements[self.offset],
-                                         any_target=self.program is not None)
+            fits = self._fits
+            if fits is None:  # the job's has_capacity for this subtask, its channels looked up once
+                operator, subtask = self.job.graph.source_subtasks()[self.index]
+                fits = self._fits = self.job.capacity_check(operator, subtask, any_target=self.program is not None)
+            return fits(self.elements[self.offset])
         return True
 
     def emit_next(self) -> None:

@@ -27,7 +27,8 @@ from streamproof.impl.timers.internal_time_service_manager import (
 )
 from streamproof.impl.timers.internal_timer_service import InternalTimer, InternalTimerService
 from streamproof.impl.timers.operator_timers import OperatorProcessingTimeService
-from streamproof.impl.timers.snapshots import restore_from_snapshots, snapshot_at_once
+from streamproof.impl.timers.deferred_snapshot import DeferredTimerFile, snapshot_deferred
+from streamproof.impl.timers.snapshots import restore_from_snapshots
 
 VOID_NAMESPACE = ""  # Flink's VoidNamespace: user timers have no namespace
 USER_TIMERS = "user-timers"
@@ -191,12 +192,35 @@ class KeyedProcessFunction:
 
 
 # -- the operator ---------------------------------------------------------------------------
-@dataclass
 class OperatorSnapshot:
-    """Keyed state (per key group) and the timer snapshot file of one operator subtask."""
+    """Keyed state (per key group) and the timer snapshot file of one operator subtask
+    (``timers``: bytes in impl/timers/snapshot_format's format, written when first read when the
+    snapshot was given as a :class:`~streamproof.impl.timers.deferred_snapshot.DeferredTimerFile`)."""
 
-    keyed_state: dict
-    timers: bytes  # a copy-on-write timer snapshot, written in impl/snapshot_format's format
+    __slots__ = ("keyed_state", "_timers")
+
+    def __init__(self, keyed_state: dict, timers: bytes | DeferredTimerFile) -> None:
+        self.keyed_state = keyed_state
+        self._timers = timers
+
+    @property
+    def timers(self) -> bytes:
+        if isinstance(self._timers, DeferredTimerFile):
+            self._timers = self._timers.read()
+        return self._timers
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OperatorSnapshot):
+            return NotImplemented
+        return (self.keyed_state, self.timers) == (other.keyed_state, other.timers)
+
+    __hash__ = None  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"OperatorSnapshot(keyed_state={self.keyed_state!r}, timers={self.timers!r})"
+
+    def __reduce__(self):  # copies and pickles hold the bytes
+        return OperatorSnapshot, (self.keyed_state, self.timers)
 
 
 class KeyedProcessOperator:
@@ -443,10 +467,11 @@ class KeyedProcessOperator:
     def snapshot_state(self, format_version: int = 2) -> OperatorSnapshot:
         """The timers' snapshot file (FLINK-9182's format) with a point-in-time copy of the keyed
         state. Nothing can change the timers between the synchronous and the asynchronous part
-        here (the simulated task takes both in one mailbox step), so both run back to back
-        without copy-on-write routing (``snapshot_at_once``: the same file). Format 1 writes no
-        termination actions (restored as CANCEL)."""
-        timers = snapshot_at_once(self.time_service_manager, format_version)
+        here (the simulated task takes both in one mailbox step), so no copy-on-write routing:
+        the timers are copied now and their file written when first read (``snapshot_deferred``:
+        the file ``snapshot_at_once`` writes now). Format 1 writes no termination actions
+        (restored as CANCEL)."""
+        timers = snapshot_deferred(self.time_service_manager, format_version)
         return OperatorSnapshot(self.state_backend.snapshot(), timers)
 
     def pending_timers(self) -> int:

@@ -73,7 +73,7 @@ class KeyedStateBackend:
 
     def snapshot(self) -> dict[int, dict[str, dict]]:
         """A deep, point-in-time copy of every local key group (taken synchronously)."""
-        return {kg: copy.deepcopy(tables) for kg, tables in self._tables.items() if any(tables.values())}
+        return {kg: _deep_copy_tables(tables) for kg, tables in self._tables.items() if any(tables.values())}
 
     def restore(self, snapshot: dict[int, dict[str, dict]]) -> None:
         """Takes the snapshot's key groups that are in the local range."""
@@ -83,6 +83,34 @@ class KeyedStateBackend:
 
     def keys(self, name: str) -> list:
         return [k for tables in self._tables.values() for k in tables.get(name, {})]
+
+
+_ATOMIC = frozenset({int, str, float, bool, type(None), bytes})  # what copy.deepcopy returns as is
+
+
+def _deep_copy_tables(tables: dict[str, dict]) -> dict[str, dict]:
+    """``copy.deepcopy(tables)`` without its per-object dispatch when every key is an atomic
+    value and every value is atomic or a dict or list of atomic values, none of them shared (the
+    common case, issue 30); else deepcopy itself, which keeps shared values shared."""
+    atomic, seen, copied = _ATOMIC, set(), {}
+    for name, table in tables.items():
+        copied[name] = out = {}
+        for key, value in table.items():
+            kind = type(value)
+            if type(key) not in atomic:
+                return copy.deepcopy(tables)
+            if kind in atomic:
+                out[key] = value
+            elif kind is dict and id(value) not in seen and all(
+                    type(k) in atomic and type(v) in atomic for k, v in value.items()):
+                seen.add(id(value))
+                out[key] = dict(value)
+            elif kind is list and id(value) not in seen and all(type(v) in atomic for v in value):
+                seen.add(id(value))
+                out[key] = list(value)
+            else:
+                return copy.deepcopy(tables)
+    return copied
 
 
 class ValueState:
