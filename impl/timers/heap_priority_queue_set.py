@@ -57,6 +57,15 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
         self._size = 0
         # At least the number of stale entries in the heap (0: the heap's first entry is live).
         self._stale = 0
+        self._direct = type(self) is KeyGroupedPriorityQueueSet  # see `direct`
+
+    @property
+    def direct(self) -> bool:
+        """True iff this queue is exactly this class and no snapshot routes its mutations: its
+        ``add`` / ``poll`` are this class's own, so a caller may do their work inline on the
+        internals (the timer service's hot paths do). A subclass, or a routed queue, is only ever
+        changed through its ``add`` / ``remove`` / ``poll`` attributes."""
+        return self._direct
 
     # -- key groups -------------------------------------------------------------------------
     @property
@@ -82,11 +91,13 @@ class KeyGroupedPriorityQueueSet(Generic[E]):
     def route_mutations(self, router) -> None:
         """Sends add / remove / poll of this queue to ``router`` (which has the three methods and
         calls this class's own to change the queue) until :meth:`unroute_mutations`."""
-        self.__dict__.update(add=router.add, remove=router.remove, poll=router.poll, _router=router)
+        self.__dict__.update(add=router.add, remove=router.remove, poll=router.poll, _router=router,
+                             _direct=False)
 
     def unroute_mutations(self) -> None:
         for name in (*self._ROUTED, "_router"):
             self.__dict__.pop(name, None)
+        self._direct = type(self) is KeyGroupedPriorityQueueSet
 
     @property
     def mutation_router(self):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.state.key_context import KeyContext
@@ -25,6 +26,7 @@ from streamproof.impl.state.key_groups import INT64_MAX, INT64_MIN, KeyGroupRang
 from streamproof.impl.timers.heap_priority_queue_set import (
     KeyGroupedPriorityQueueSet, KeyGroupOutOfRangeError,
 )
+from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet as _PlainQueueSet
 from streamproof.impl.timers.internal_timer import InternalTimer, InternalTimersSnapshot
 from streamproof.impl.timers.processing_time_service import (
     DEFAULT_FIRING_BUDGET, MAX_WATERMARK, MIN_WATERMARK, ProcessingTimeService, ScheduledTimer,
@@ -199,9 +201,26 @@ class InternalTimerService:
                 raise NoCurrentKeyError(_NO_CURRENT_KEY)
             if not INT64_MIN <= time <= INT64_MAX:
                 _long(time)  # raises
-            if (self.processing_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
-                                                      context.current_key_group_index)
-                    and time < MAX_WATERMARK):
+            timer = _new_timer(InternalTimer, (time, key, namespace))
+            queue = self.processing_time_timers_queue
+            if not queue._direct:
+                if queue.add(timer, context.current_key_group_index) and time < MAX_WATERMARK:
+                    self._schedule_physical_timer(time)
+                return
+            # queue.add(timer, key_group) inline (see KeyGroupedPriorityQueueSet.add, line for line)
+            key_group = context.current_key_group_index
+            index = key_group - queue._first
+            maps = queue._maps
+            if not 0 <= index < len(maps):
+                raise KeyGroupOutOfRangeError(key_group, queue._range)
+            seq = next(queue._seq)
+            if maps[index].setdefault(timer, seq) is not seq:
+                return  # present
+            queue._size += 1
+            entry = (time, seq, timer, index)
+            heap = queue._heap
+            heappush(heap, entry)
+            if ((queue._peek_entry() is entry) if queue._stale else (heap[0] is entry)) and time < MAX_WATERMARK:
                 self._schedule_physical_timer(time)
             return
         if self.processing_time_state == "FLUSHED":
@@ -240,8 +259,22 @@ class InternalTimerService:
             raise NoCurrentKeyError(_NO_CURRENT_KEY)
         if not INT64_MIN <= time <= INT64_MAX:
             _long(time)  # raises
-        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
-                                         context.current_key_group_index)
+        timer = _new_timer(InternalTimer, (time, key, namespace))
+        queue = self.event_time_timers_queue
+        if not queue._direct:
+            queue.add(timer, context.current_key_group_index)
+            return
+        # queue.add(timer, key_group) inline (see KeyGroupedPriorityQueueSet.add, line for line;
+        # its result, "the new head", is not needed here)
+        key_group = context.current_key_group_index
+        index = key_group - queue._first
+        maps = queue._maps
+        if not 0 <= index < len(maps):
+            raise KeyGroupOutOfRangeError(key_group, queue._range)
+        seq = next(queue._seq)
+        if maps[index].setdefault(timer, seq) is seq:
+            queue._size += 1
+            heappush(queue._heap, (time, seq, timer, index))
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         # Deletes never reschedule the physical timer: a deleted head causes a spurious wake-up.
@@ -409,20 +442,48 @@ class InternalTimerService:
         """Fires the queue's timers <= ``time`` in order; returns (completed, the head left)."""
         key_context = self.key_context
         set_current_key = key_context.set_current_key
-        peek = queue.peek
         stoppable = should_stop is not _never_stop
         budget = self.firing_budget
         fired = 0
-        while (timer := peek()) is not None and timer[0] <= time:
-            set_current_key(timer[1])  # before poll: FLINK-26063
-            # looked up each time: a callback may start a snapshot, which routes poll
-            queue.poll(key_context.current_key_group_index)
-            callback(timer)
+        # This service's own _fire_processing_timer is done inline (one call less per timer).
+        fire_processing = (getattr(callback, "__func__", None) is _FIRE_PROCESSING_TIMER
+                           and callback.__self__ is self)
+        # While the queue is `direct` and has no stale heap entry, peek() is heap[0]'s timer and
+        # poll(key_group) of a key group equal to the head's is heappop + forgetting it in its
+        # key group's map: done inline. Anything else (a routed queue, lazy deletion, a head
+        # filed under another key group) goes through peek() / poll() as Flink's loop.
+        exact = type(queue) is _PlainQueueSet
+        while True:
+            # looked up each time: a callback may start a snapshot (routes poll) or compact the heap
+            if exact and queue._direct and (heap := queue._heap) and not queue._stale:
+                entry = heap[0]
+                timer = entry[2]
+                if timer[0] > time:
+                    break
+                set_current_key(timer[1])  # before poll: FLINK-26063
+                key_group = key_context.current_key_group_index
+                if key_group - queue._first == entry[3]:
+                    heappop(heap)
+                    if queue._maps[entry[3]].pop(timer, None) is not None:
+                        queue._size -= 1
+                else:
+                    queue.poll(key_group)
+            else:
+                if (timer := queue.peek()) is None or timer[0] > time:
+                    break
+                set_current_key(timer[1])  # before poll: FLINK-26063
+                queue.poll(key_context.current_key_group_index)
+            if fire_processing:  # _fire_processing_timer(timer), line for line
+                if self.termination_actions:
+                    self.termination_actions.pop(timer, None)
+                self.triggerable.on_processing_time(timer)
+            else:
+                callback(timer)
             fired += 1
             # Checked after at least one timer, to guarantee progress and prevent starvation.
             if stoppable and should_stop():
-                return False, peek()
-            if fired >= budget and (head := peek()) is not None and head[0] <= time:
+                return False, queue.peek()
+            if fired >= budget and (head := queue.peek()) is not None and head[0] <= time:
                 raise self._over_budget(call, time)
         return True, timer
 
@@ -504,6 +565,9 @@ class InternalTimerService:
                 if actual != key_group:
                     raise ValueError(f"restored timer {timer} belongs to key group {actual}, not {key_group}")
                 queue.add(_new_timer(InternalTimer, tuple(timer)), key_group)
+
+
+_FIRE_PROCESSING_TIMER = InternalTimerService._fire_processing_timer  # what _fire_due inlines
 
 
 @dataclass
