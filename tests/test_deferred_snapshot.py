@@ -104,3 +104,9 @@ def test_an_action_changed_after_the_snapshot_does_not_reach_it():
     deferred = snapshot_deferred(deferred_side)
     apply(deferred_side, context, [("processing", "a", 4, "s1", TimerTerminationAction.WAIT)])  # the last action wins
     assert deferred.read() == snapshot_at_once(eager_side)
+
+
+def test_operator_snapshot_timers_can_be_replaced():
+    snapshot = OperatorSnapshot({}, b"old")
+    snapshot.timers = b"new"  # what the bug zoo's snapshot-before-fired-effects does
+    assert snapshot.timers == b"new"

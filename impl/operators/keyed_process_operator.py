@@ -209,6 +209,10 @@ class OperatorSnapshot:
             self._timers = self._timers.read()
         return self._timers
 
+    @timers.setter
+    def timers(self, value: bytes | DeferredTimerFile) -> None:  # a field, as in the dataclass it was
+        self._timers = value
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperatorSnapshot):
             return NotImplemented
