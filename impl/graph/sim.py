@@ -14,6 +14,7 @@ from streamproof.impl.graph.job import GraphJobSpec, JobSpec, PeriodicWatermark
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
 from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
+from streamproof.impl.tasks.watermarks import MailboxWatermarkProcessor
 from streamproof.impl.timers.snapshot_format import decode_snapshot
 
 
@@ -102,6 +103,8 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
     completed_seen = 0
     step = 0
     eager = getattr(job.spec, "eager_sources", False)
+    # no firing can be interrupted while no watermark processor has a continuation scheduled
+    scheduled_now = MailboxWatermarkProcessor.scheduled_now
     while not job.done:
         if step >= max_steps:
             raise SimulationError(f"job did not finish within {max_steps} steps (livelock?)")
@@ -109,7 +112,7 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
         job.advance_clock(step)
         job.coordinator.maybe_trigger(step)
         completed_now = job.coordinator.completed_count
-        if any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
+        if scheduled_now and any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
             checkpointed_during_interruption += completed_now > completed_seen
             due = pending and next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (

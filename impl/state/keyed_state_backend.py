@@ -79,7 +79,7 @@ class KeyedStateBackend:
         """Takes the snapshot's key groups that are in the local range."""
         for kg, tables in snapshot.items():
             if self.key_group_range.contains(kg):
-                self._tables[kg] = copy.deepcopy(tables)
+                self._tables[kg] = _deep_copy_tables(tables)
 
     def keys(self, name: str) -> list:
         return [k for tables in self._tables.values() for k in tables.get(name, {})]

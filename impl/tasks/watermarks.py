@@ -4,6 +4,8 @@ deferrable mail)."""
 
 from __future__ import annotations
 
+import weakref
+
 from typing import Callable
 
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
@@ -62,6 +64,24 @@ class MailboxWatermarkProcessor:
         self.stalled = 0  # interrupted advances that fired no timer (FLIP-443 forbids them)
         self.event_timers_fired = 0  # metric: event-time timers fired by watermarks (MAX_WATERMARK's too)
         self.event_timers_fired_before_end = 0  # ... by watermarks below MAX_WATERMARK
+
+    # The processors whose continuation is scheduled now (every assignment of
+    # progress_watermark_scheduled goes through the property, the bug zoo's too): the simulator asks
+    # at every step whether any task's firing is interrupted, and needs not ask while this is empty
+    # (issue 30). Weak: a processor of a task gone with its job leaves it.
+    scheduled_now: "weakref.WeakSet[MailboxWatermarkProcessor]" = weakref.WeakSet()
+
+    @property
+    def progress_watermark_scheduled(self) -> bool:
+        return self._progress_watermark_scheduled
+
+    @progress_watermark_scheduled.setter
+    def progress_watermark_scheduled(self, value: bool) -> None:
+        self._progress_watermark_scheduled = value
+        if value:
+            MailboxWatermarkProcessor.scheduled_now.add(self)
+        else:
+            MailboxWatermarkProcessor.scheduled_now.discard(self)
 
     def emit_watermark_inside_mailbox(self, timestamp: int) -> None:
         self.max_input_watermark = max(self.max_input_watermark, timestamp)
