@@ -103,7 +103,8 @@ class ChainTask(OperatorTask):
             return False
         state = self.state
         if state == self.RUNNING:
-            if self.mailbox.has_mail():
+            mailbox = self.mailbox
+            if mailbox._batch or mailbox._queue:  # mailbox.has_mail()
                 return True
             inputs, blocked = self.inputs, self.blocked
             available = any(inputs) if not blocked else any(q and i not in blocked for i, q in enumerate(inputs))
