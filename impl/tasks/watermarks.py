@@ -5,8 +5,7 @@ deferrable mail)."""
 from __future__ import annotations
 
 import weakref
-
-from typing import Callable
+from typing import Callable, ClassVar
 
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
 from streamproof.impl.tasks.mailbox import MailboxExecutor, MailOptions
@@ -69,7 +68,7 @@ class MailboxWatermarkProcessor:
     # progress_watermark_scheduled goes through the property, the bug zoo's too): the simulator asks
     # at every step whether any task's firing is interrupted, and needs not ask while this is empty
     # (issue 30). Weak: a processor of a task gone with its job leaves it.
-    scheduled_now: "weakref.WeakSet[MailboxWatermarkProcessor]" = weakref.WeakSet()
+    scheduled_now: ClassVar[weakref.WeakSet[MailboxWatermarkProcessor]] = weakref.WeakSet()
 
     @property
     def progress_watermark_scheduled(self) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from streamproof.impl.timers.snapshot_format import CURRENT_FORMAT_VERSION
 from streamproof.impl.timers.snapshots import (
-    SnapshotVersions, TimeServiceManager, TimerSnapshot, VersionedTimerQueue, start_snapshot, versions_of,
+    SnapshotVersions, TimerSnapshot, TimeServiceManager, VersionedTimerQueue, start_snapshot, versions_of,
 )
 
 
@@ -48,7 +48,7 @@ class FrozenTimerQueue:
 class DeferredTimerFile:
     """The file of one timer snapshot, written on the first :meth:`read` (then kept)."""
 
-    __slots__ = ("_snapshot", "_data")
+    __slots__ = ("_data", "_snapshot")
 
     def __init__(self, snapshot: TimerSnapshot | None = None, data: bytes | None = None) -> None:
         self._snapshot, self._data = snapshot, data
