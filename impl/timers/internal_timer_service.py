@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
+from heapq import heappop
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.state.key_context import KeyContext
@@ -201,26 +201,9 @@ class InternalTimerService:
                 raise NoCurrentKeyError(_NO_CURRENT_KEY)
             if not INT64_MIN <= time <= INT64_MAX:
                 _long(time)  # raises
-            timer = _new_timer(InternalTimer, (time, key, namespace))
-            queue = self.processing_time_timers_queue
-            if not queue._direct:
-                if queue.add(timer, context.current_key_group_index) and time < MAX_WATERMARK:
-                    self._schedule_physical_timer(time)
-                return
-            # queue.add(timer, key_group) inline (see KeyGroupedPriorityQueueSet.add, line for line)
-            key_group = context.current_key_group_index
-            index = key_group - queue._first
-            maps = queue._maps
-            if not 0 <= index < len(maps):
-                raise KeyGroupOutOfRangeError(key_group, queue._range)
-            seq = next(queue._seq)
-            if maps[index].setdefault(timer, seq) is not seq:
-                return  # present
-            queue._size += 1
-            entry = (time, seq, timer, index)
-            heap = queue._heap
-            heappush(heap, entry)
-            if ((queue._peek_entry() is entry) if queue._stale else (heap[0] is entry)) and time < MAX_WATERMARK:
+            if (self.processing_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
+                                                      context.current_key_group_index)
+                    and time < MAX_WATERMARK):
                 self._schedule_physical_timer(time)
             return
         if self.processing_time_state == "FLUSHED":
@@ -259,22 +242,8 @@ class InternalTimerService:
             raise NoCurrentKeyError(_NO_CURRENT_KEY)
         if not INT64_MIN <= time <= INT64_MAX:
             _long(time)  # raises
-        timer = _new_timer(InternalTimer, (time, key, namespace))
-        queue = self.event_time_timers_queue
-        if not queue._direct:
-            queue.add(timer, context.current_key_group_index)
-            return
-        # queue.add(timer, key_group) inline (see KeyGroupedPriorityQueueSet.add, line for line;
-        # its result, "the new head", is not needed here)
-        key_group = context.current_key_group_index
-        index = key_group - queue._first
-        maps = queue._maps
-        if not 0 <= index < len(maps):
-            raise KeyGroupOutOfRangeError(key_group, queue._range)
-        seq = next(queue._seq)
-        if maps[index].setdefault(timer, seq) is seq:
-            queue._size += 1
-            heappush(queue._heap, (time, seq, timer, index))
+        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
+                                         context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         # Deletes never reschedule the physical timer: a deleted head causes a spurious wake-up.
