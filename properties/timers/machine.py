@@ -162,7 +162,8 @@ class TimersMachine(RuleBasedStateMachine):
         fired = self.do(timer_steps.AdvanceProcessingTime(ts))
         if sum(1 for e in fired if e["event"] == "fire") > 1:
             note("processing-time tie with a callback registering a timer")
-        if past:
+        if past and self.active:  # the advance to ts may have ended the run (an earlier callback
+            # that keeps registering a due timer exceeds the firing budget)
             self.do(timer_steps.AdvanceProcessingTime(ts + 1))
 
     @precondition(lambda self: self.active)
