@@ -217,6 +217,8 @@ class GraphJob:
         self.clock = ManualProcessingTimeService(start=self.now)
         self.restoring = checkpoint  # input-driven clocks resume where the checkpoint's tasks were
         self.tasks: list[ChainTask] = []
+        # this attempt's watermark processors with a continuation scheduled (MailboxWatermarkProcessor)
+        self.scheduled_continuations = [0]
         self.task_of: dict[tuple, ChainTask] = {}
         self.layouts.append(dict(self.layout()))  # per attempt: each chain's parallelism
         self.blocking = graph.blocking_chains()  # chains with blocking outputs (asked once per attempt)
@@ -355,6 +357,9 @@ class GraphJob:
             if isinstance(op, KeyedOperator):
                 op.watermark_processor.should_interrupt = interrupt_check(self.rng, spec.async_mail_rate,
                                                                           task.executor, op.executor)
+            processor = getattr(op, "watermark_processor", None)
+            if processor is not None:
+                processor.scheduled_count = self.scheduled_continuations
             self.output_logs.append((self.attempt, f"{op.name}[{s}]", op.log))
         self.tasks.append(task)
         self.all_tasks.append(task)

@@ -14,7 +14,6 @@ from streamproof.impl.graph.job import GraphJobSpec, JobSpec, PeriodicWatermark
 from streamproof.impl.graph.job_graph import Edge, JobGraph, OperatorNode
 from streamproof.impl.graph.job_runtime import GraphJob
 from streamproof.impl.operators.two_phase_commit_sink import ExternalSystem
-from streamproof.impl.tasks.watermarks import MailboxWatermarkProcessor
 from streamproof.impl.timers.snapshot_format import decode_snapshot
 
 
@@ -103,8 +102,6 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
     completed_seen = 0
     step = 0
     eager = getattr(job.spec, "eager_sources", False)
-    # no firing can be interrupted while no watermark processor has a continuation scheduled
-    scheduled_now = MailboxWatermarkProcessor.scheduled_now
     while not job.done:
         if step >= max_steps:
             raise SimulationError(f"job did not finish within {max_steps} steps (livelock?)")
@@ -112,7 +109,8 @@ def run_schedule(job, rng: random.Random, faults: tuple[Fault, ...], max_steps: 
         job.advance_clock(step)
         job.coordinator.maybe_trigger(step)
         completed_now = job.coordinator.completed_count
-        if scheduled_now and any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
+        # no firing is interrupted while no watermark processor of this attempt has a continuation scheduled
+        if job.scheduled_continuations[0] and any(t.firing_interrupted() for t in job.tasks if t.state != t.FAILED):
             interrupted_seen += 1
             checkpointed_during_interruption += completed_now > completed_seen
             due = pending and next((f for f in pending if f.kind == "fail_in_interrupted_firing" and (

@@ -4,8 +4,7 @@ deferrable mail)."""
 
 from __future__ import annotations
 
-import weakref
-from typing import Callable, ClassVar
+from typing import Callable
 
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
 from streamproof.impl.tasks.mailbox import MailboxExecutor, MailOptions
@@ -58,17 +57,12 @@ class MailboxWatermarkProcessor:
         self.intermediate, self.only_increasing = intermediate, only_increasing
         self.max_input_watermark = MIN_WATERMARK
         self.last_emitted = MIN_WATERMARK
-        self.progress_watermark_scheduled = False
+        self._progress_watermark_scheduled = False  # see the property
+        self.scheduled_count: list[int] | None = None  # set by a job that counts (GraphJob)
         self.interruptions = 0
         self.stalled = 0  # interrupted advances that fired no timer (FLIP-443 forbids them)
         self.event_timers_fired = 0  # metric: event-time timers fired by watermarks (MAX_WATERMARK's too)
         self.event_timers_fired_before_end = 0  # ... by watermarks below MAX_WATERMARK
-
-    # The processors whose continuation is scheduled now (every assignment of
-    # progress_watermark_scheduled goes through the property, the bug zoo's too): the simulator asks
-    # at every step whether any task's firing is interrupted, and needs not ask while this is empty
-    # (issue 30). Weak: a processor of a task gone with its job leaves it.
-    scheduled_now: ClassVar[weakref.WeakSet[MailboxWatermarkProcessor]] = weakref.WeakSet()
 
     @property
     def progress_watermark_scheduled(self) -> bool:
@@ -76,11 +70,12 @@ class MailboxWatermarkProcessor:
 
     @progress_watermark_scheduled.setter
     def progress_watermark_scheduled(self, value: bool) -> None:
+        # every assignment comes here (the bug zoo's too): ``scheduled_count``, a cell the job
+        # shares among one attempt's processors, counts those with a continuation scheduled, so
+        # that the simulator needs not ask every task while it is 0 (issue 30)
+        if self.scheduled_count is not None and bool(value) != bool(self._progress_watermark_scheduled):
+            self.scheduled_count[0] += 1 if value else -1
         self._progress_watermark_scheduled = value
-        if value:
-            MailboxWatermarkProcessor.scheduled_now.add(self)
-        else:
-            MailboxWatermarkProcessor.scheduled_now.discard(self)
 
     def emit_watermark_inside_mailbox(self, timestamp: int) -> None:
         self.max_input_watermark = max(self.max_input_watermark, timestamp)
