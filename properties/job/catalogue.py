@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from streamproof.properties.job.check import CHECKS, LIVENESS, check_job, check_liveness
-from streamproof.properties.job.inputs import _inputs, keyed_forward_rescales, restores_after_end_of_input
+from streamproof.properties.job.inputs import (
+    BOOLEANS, _inputs, integers, keyed_forward_rescales, restores_after_end_of_input, sampled)
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, Record, Rescale
 from streamproof.properties.registry import Property, register
 from streamproof.properties.scenario import Scenario
@@ -25,51 +26,51 @@ def job_graphs(draw, sources: int) -> dict:
     disabled (a forward edge between two tasks)."""
     operators = [{"name": "source", "kind": "source"}]
     edges: list[dict] = []
-    previous, stages = "source", draw(st.integers(1, 4), label="stages")
+    previous, stages = "source", draw(integers(1, 4), label="stages")
     for stage in range(stages):
-        p, last = draw(st.integers(1, 3), label="stage parallelism"), stage == stages - 1
+        p, last = draw(integers(1, 3), label="stage parallelism"), stage == stages - 1
         head = f"s{stage}"
         functions = WINDOWED + (["processing_buffer"] if last else [])
         # a later stage may read the source and the previous stage (connect: a two-input keyed operator)
-        two_inputs = stage > 0 and draw(st.integers(0, 2), label="two-input stage") == 2
+        two_inputs = stage > 0 and draw(integers(0, 2), label="two-input stage") == 2
         operators.append({"name": head, "kind": "keyed_process", "parallelism": p,
-                          "function": "co_window_sum" if two_inputs else draw(st.sampled_from(functions))})
+                          "function": "co_window_sum" if two_inputs else draw(sampled(*functions))})
         if two_inputs:  # the source first, the previous stage (whose watermark lags) second
             edges.append({"from": "source", "to": head, "partitioning": "keyed"})
             edges.append({"from": previous, "to": head, "partitioning": "keyed", "input": 2})
         else:
             edges.append({"from": previous, "to": head, "partitioning": "keyed"})
         previous = head
-        for i in range(draw(st.integers(0, 2), label="chained after the head")):
+        for i in range(draw(integers(0, 2), label="chained after the head")):
             name = f"s{stage}m{i}"
-            keyed_next = i == 0 and operators[-1]["function"] != "processing_buffer" and draw(st.booleans())
+            keyed_next = i == 0 and operators[-1]["function"] != "processing_buffer" and draw(BOOLEANS)
             if keyed_next:  # reinterpretAsKeyedStream: a second keyed operator in the chain
                 operators.append({"name": name, "kind": "keyed_process", "parallelism": p,
-                                  "function": draw(st.sampled_from(WINDOWED))})
+                                  "function": draw(sampled(*WINDOWED))})
             else:
-                operators.append({"name": name, "kind": "flat_map", "parallelism": p, "function": draw(st.sampled_from(MAPS))})
-            if draw(st.integers(0, 5)) == 5:  # (shrinks towards chaining)
+                operators.append({"name": name, "kind": "flat_map", "parallelism": p, "function": draw(sampled(*MAPS))})
+            if draw(integers(0, 5)) == 5:  # (shrinks towards chaining)
                 operators[-1]["chaining"] = False
             edges.append({"from": previous, "to": name, "partitioning": "forward"})
             previous = name
         if last:
             _sink(draw, operators, edges, previous, p, "")
-    if draw(st.integers(0, 4)) == 4:  # a second branch from the source (shrinks towards none)
-        p = draw(st.integers(1, 3))
-        operators.append({"name": "b0", "kind": "keyed_process", "parallelism": p, "function": draw(st.sampled_from(WINDOWED))})
+    if draw(integers(0, 4)) == 4:  # a second branch from the source (shrinks towards none)
+        p = draw(integers(1, 3))
+        operators.append({"name": "b0", "kind": "keyed_process", "parallelism": p, "function": draw(sampled(*WINDOWED))})
         edges.append({"from": "source", "to": "b0", "partitioning": "keyed"})
         _sink(draw, operators, edges, "b0", p, "b")
     return {"operators": operators, "edges": edges}
 
 
 def _sink(draw, operators: list, edges: list, previous: str, p: int, prefix: str) -> None:
-    if not draw(st.booleans()):
+    if not draw(BOOLEANS):
         operators.append({"name": f"{prefix}sink", "kind": "sink", "parallelism": p})
         edges.append({"from": previous, "to": f"{prefix}sink", "partitioning": "forward"})
         return
     operators.append({"name": f"{prefix}writer", "kind": "sink_writer", "parallelism": p})
     committer = {"name": f"{prefix}committer", "kind": "sink_committer", "parallelism": p}
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         committer["chaining"] = False  # the committer in a task of its own (the next stage)
     operators.append(committer)
     edges += [{"from": previous, "to": f"{prefix}writer", "partitioning": "forward"},
@@ -81,27 +82,27 @@ def graph_scenarios(draw, watermark_mode: str | None = None, steady_mail: bool |
     """A random job graph with its inputs, faults (failures, also inside interrupted firings;
     per-stage rescales) and settings; ``steady_mail``: a barrier every few steps (unaligned) and
     mail during most firings."""
-    sources = draw(st.integers(1, 2), label="sources")
+    sources = draw(integers(1, 2), label="sources")
     graph = draw(job_graphs(sources))
     steps = _inputs(draw, sources)
-    for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, 600)), None))
-    if draw(st.booleans()):
-        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
-    if draw(st.booleans()):
-        stage = draw(st.sampled_from([op["name"] for op in graph["operators"] if op["kind"] == "keyed_process"]))
-        steps.append(Rescale(draw(st.integers(1, 600)), draw(st.integers(1, 3)), stage))
-    steady = draw(st.booleans()) if steady_mail is None else steady_mail
+    for _ in range(draw(integers(0, 2), label="failures")):
+        steps.append(Fail(draw(integers(1, 600)), None))
+    if draw(BOOLEANS):
+        steps.append(FailInInterruptedFiring(draw(integers(1, 6)), draw(sampled(None, True))))
+    if draw(BOOLEANS):
+        stage = draw(sampled(*[op["name"] for op in graph["operators"] if op["kind"] == "keyed_process"]))
+        steps.append(Rescale(draw(integers(1, 600)), draw(integers(1, 3)), stage))
+    steady = draw(BOOLEANS) if steady_mail is None else steady_mail
     params = {
         "graph": graph,
         "sources": sources,
-        "max_parallelism": draw(st.sampled_from([4, 8, 16]), label="max_parallelism"),
-        "checkpoint_interval": draw(st.integers(2, 4)) if steady else draw(st.integers(3, 30)),
-        "interruptible_timers": draw(st.sampled_from([True, True, True, False])),
-        "unaligned": True if steady else draw(st.booleans()),
-        "channel_capacity": draw(st.integers(1, 4)),
-        "async_mail_rate": draw(st.sampled_from([0.7, 1.0])) if steady else draw(st.sampled_from([0.0, 0.3, 0.7])),
-        "seed": draw(st.integers(0, 2**16)),
+        "max_parallelism": draw(sampled(4, 8, 16), label="max_parallelism"),
+        "checkpoint_interval": draw(integers(2, 4)) if steady else draw(integers(3, 30)),
+        "interruptible_timers": draw(sampled(True, True, True, False)),
+        "unaligned": True if steady else draw(BOOLEANS),
+        "channel_capacity": draw(integers(1, 4)),
+        "async_mail_rate": draw(sampled(0.7, 1.0)) if steady else draw(sampled(0.0, 0.3, 0.7)),
+        "seed": draw(integers(0, 2**16)),
         "watermark_mode": watermark_mode or "corrected",
     }
     return Scenario(family="job", steps=tuple(steps), params=params)
@@ -111,40 +112,40 @@ def graph_scenarios(draw, watermark_mode: str | None = None, steady_mail: bool |
 def any_job_scenarios(draw) -> Scenario:
     """An eighth each issue 31's targeted shapes (keyed forward edges rescaled; restores after end of
     input), the rest half one-stage jobs, half job graphs."""
-    shape = draw(st.integers(0, 7), label="shape")
+    shape = draw(integers(0, 7), label="shape")
     if shape == 0:
         return draw(keyed_forward_rescales())
     if shape == 1:
         return draw(restores_after_end_of_input())
-    return draw(graph_scenarios() if draw(st.booleans(), label="job graph") else job_scenarios())
+    return draw(graph_scenarios() if draw(BOOLEANS, label="job graph") else job_scenarios())
 
 
 @st.composite
 def job_scenarios(draw) -> Scenario:
     """Bounded sources with correct watermarks (never followed by a record at or below them),
     up to three faults, and random job settings."""
-    sources = draw(st.integers(1, 3), label="sources")
-    max_parallelism = draw(st.sampled_from([4, 8, 16]), label="max_parallelism")
+    sources = draw(integers(1, 3), label="sources")
+    max_parallelism = draw(sampled(4, 8, 16), label="max_parallelism")
     steps: list = []
     steps += _inputs(draw, sources)
-    for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, 400)), None))
-    if draw(st.booleans()):
-        steps.append(FailInInterruptedFiring(draw(st.integers(1, 6)), draw(st.sampled_from([None, True]))))
-    if draw(st.booleans()):
-        steps.append(Rescale(draw(st.integers(1, 400)), draw(st.integers(1, 3))))
+    for _ in range(draw(integers(0, 2), label="failures")):
+        steps.append(Fail(draw(integers(1, 400)), None))
+    if draw(BOOLEANS):
+        steps.append(FailInInterruptedFiring(draw(integers(1, 6)), draw(sampled(None, True))))
+    if draw(BOOLEANS):
+        steps.append(Rescale(draw(integers(1, 400)), draw(integers(1, 3))))
     params = {
-        "operator": draw(st.sampled_from(["window_sum", "timer_chain", "yielding_window_sum", "async_window_sum",
-                                          "side_window_sum"])),
+        "operator": draw(sampled("window_sum", "timer_chain", "yielding_window_sum", "async_window_sum",
+                                          "side_window_sum")),
         "sources": sources,
-        "parallelism": draw(st.integers(1, 3)),
+        "parallelism": draw(integers(1, 3)),
         "max_parallelism": max_parallelism,
-        "checkpoint_interval": draw(st.integers(3, 30)),
-        "interruptible_timers": draw(st.sampled_from([True, True, True, False])),
-        "unaligned": draw(st.booleans()),
-        "channel_capacity": draw(st.integers(1, 4)),
-        "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7, 0.7])),
-        "seed": draw(st.integers(0, 2**16)),
+        "checkpoint_interval": draw(integers(3, 30)),
+        "interruptible_timers": draw(sampled(True, True, True, False)),
+        "unaligned": draw(BOOLEANS),
+        "channel_capacity": draw(integers(1, 4)),
+        "async_mail_rate": draw(sampled(0.0, 0.3, 0.7, 0.7)),
+        "seed": draw(integers(0, 2**16)),
     }
     if not steps:
         steps.append(Record(0, "a", 1, 1))
@@ -190,9 +191,9 @@ GRAPH_REACHABILITY = ("job graph with more than one stage", "operator chain of m
 @st.composite
 def liveness_scenarios(draw) -> Scenario:
     """Job graphs, most under steady mail, and one-stage jobs (run as their one-stage graph)."""
-    if draw(st.integers(0, 3), label="one-stage") == 0:
+    if draw(integers(0, 3), label="one-stage") == 0:
         return draw(job_scenarios())
-    return draw(graph_scenarios(steady_mail=draw(st.sampled_from([True, True, False]))))
+    return draw(graph_scenarios(steady_mail=draw(sampled(True, True, False))))
 
 
 for _name in CHECKS:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from streamproof.impl.operators import end_of_stream
 from streamproof.model import eos as eos_model
 from streamproof.impl.operators.windows import SumAggregate
-from streamproof.properties.job.inputs import _inputs
+from streamproof.properties.job.inputs import BOOLEANS, _inputs, integers, sampled
 from streamproof.properties.job.check import check_job, faulty_run, graph_spec, reference_run
 from streamproof.properties.job.functions import count_and_sum, number
 from streamproof.properties.job.steps import Fail, FailInInterruptedFiring, graph_of, sources_of
@@ -132,23 +132,23 @@ def eos_scenarios(draw) -> Scenario:
     """FLIP-331 jobs: source1 -> keyBy -> end-of-stream window (sometimes a chained map after it) ->
     keyBy -> a keyed operator (sometimes also fed by a second source: FLIP-331's example) -> sink;
     slot-sharing groups and 2 slots or plenty; failures, also inside interrupted firings."""
-    if draw(st.integers(0, 3), label="co_group") == 3:
+    if draw(integers(0, 3), label="co_group") == 3:
         return draw(co_group_scenarios())
-    second = draw(st.booleans(), label="second source")
-    slots = draw(st.sampled_from([None, 2])) if second else None  # FLIP-331's example: 4 groups, 2 slots
-    p1, p2 = (1, 1) if slots else (draw(st.integers(1, 2)), draw(st.integers(1, 3)))
+    second = draw(BOOLEANS, label="second source")
+    slots = draw(sampled(None, 2)) if second else None  # FLIP-331's example: 4 groups, 2 slots
+    p1, p2 = (1, 1) if slots else (draw(integers(1, 2)), draw(integers(1, 3)))
     operators = [{"name": "source1", "kind": "source", "parallelism": 1, "slot_sharing_group": "s1"},
                  {"name": "process1", "kind": "keyed_process", "parallelism": p1, "function": "eos_window_sum",
                   "slot_sharing_group": "p1"}]
     edges = [{"from": "source1", "to": "process1", "partitioning": "keyed"}]
     last = "process1"
-    if draw(st.booleans(), label="chained map"):
+    if draw(BOOLEANS, label="chained map"):
         operators.append({"name": "map", "kind": "flat_map", "parallelism": p1, "function": "identity",
                           "slot_sharing_group": "p1"})
         edges.append({"from": "process1", "to": "map", "partitioning": "forward"})
         last = "map"
     operators.append({"name": "process2", "kind": "keyed_process", "parallelism": p2,
-                      "function": draw(st.sampled_from(["keyed_identity", "processing_buffer"])),
+                      "function": draw(sampled("keyed_identity", "processing_buffer")),
                       "slot_sharing_group": "p2"})
     operators.append({"name": "sink", "kind": "sink", "parallelism": p2, "slot_sharing_group": "p2"})
     edges += [{"from": last, "to": "process2", "partitioning": "keyed"},
@@ -159,14 +159,14 @@ def eos_scenarios(draw) -> Scenario:
         edges.append({"from": "source2", "to": "process2", "partitioning": "keyed"})
         sources = 2
     steps = _inputs(draw, sources)
-    for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, 300)), None))
-    if draw(st.booleans()):
-        steps.append(FailInInterruptedFiring(draw(st.integers(1, 4)), None))
+    for _ in range(draw(integers(0, 2), label="failures")):
+        steps.append(Fail(draw(integers(1, 300)), None))
+    if draw(BOOLEANS):
+        steps.append(FailInInterruptedFiring(draw(integers(1, 4)), None))
     params = {"graph": {"operators": operators, "edges": edges}, "sources": sources,
-              "max_parallelism": draw(st.sampled_from([4, 8])), "checkpoint_interval": draw(st.integers(2, 20)),
-              "unaligned": draw(st.booleans()), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
-              "seed": draw(st.integers(0, 2**16)), "slots": slots}
+              "max_parallelism": draw(sampled(4, 8)), "checkpoint_interval": draw(integers(2, 20)),
+              "unaligned": draw(BOOLEANS), "async_mail_rate": draw(sampled(0.0, 0.3, 0.7)),
+              "seed": draw(integers(0, 2**16)), "slots": slots}
     return Scenario(family="job", steps=tuple(steps), params=params)
 
 
@@ -174,7 +174,7 @@ def eos_scenarios(draw) -> Scenario:
 def co_group_scenarios(draw) -> Scenario:
     """FLIP-331's co_group workload: two sources, each tagged by a map, co-grouped per key in an
     end-of-stream global window, then a keyed operator and a sink."""
-    p = draw(st.integers(1, 2))
+    p = draw(integers(1, 2))
     operators = [{"name": "left", "kind": "source", "parallelism": 1}, {"name": "right", "kind": "source", "parallelism": 1},
                  {"name": "tag_l", "kind": "map", "parallelism": 1, "function": "tag_left"},
                  {"name": "tag_r", "kind": "map", "parallelism": 1, "function": "tag_right"},
@@ -186,12 +186,12 @@ def co_group_scenarios(draw) -> Scenario:
              {"from": "tag_r", "to": "co_group", "partitioning": "keyed"},
              {"from": "co_group", "to": "process2", "partitioning": "keyed"}, {"from": "process2", "to": "sink"}]
     steps = _inputs(draw, 2)
-    for _ in range(draw(st.integers(0, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(1, 300)), None))
+    for _ in range(draw(integers(0, 2), label="failures")):
+        steps.append(Fail(draw(integers(1, 300)), None))
     params = {"graph": {"operators": operators, "edges": edges}, "sources": 2,
-              "max_parallelism": draw(st.sampled_from([4, 8])), "checkpoint_interval": draw(st.integers(2, 20)),
-              "unaligned": draw(st.booleans()), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
-              "seed": draw(st.integers(0, 2**16))}
+              "max_parallelism": draw(sampled(4, 8)), "checkpoint_interval": draw(integers(2, 20)),
+              "unaligned": draw(BOOLEANS), "async_mail_rate": draw(sampled(0.0, 0.3, 0.7)),
+              "seed": draw(integers(0, 2**16))}
     return Scenario(family="job", steps=tuple(steps), params=params)
 
 

@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from hypothesis import strategies as st
 
 from streamproof.properties.job.steps import Record, SourceWatermark
 
 KEYS = ["a", "b", "c", "d", "e", 1, 2]
 
-# built once: a strategy made per draw cost a cache lookup and a validation each time (issue 30);
-# the draws, and so the scenarios of a seed, are the same
-_RECORDS = st.integers(6, 30)
-_GAP = st.integers(0, 4)
-_KEY = st.sampled_from(KEYS)
-_VALUE = st.integers(1, 5)
-_WATERMARK = st.booleans()
+# Strategies are built once per distinct argument (issue 30): one made per draw cost Hypothesis a
+# cache lookup and a validation each time. The draws, and so the scenarios of a seed, are the same.
+# ``typed``: sampled(0, 1) and sampled(0.0, True) are different strategies.
+integers = lru_cache(maxsize=None, typed=True)(st.integers)
+_sampled_from = lru_cache(maxsize=None, typed=True)(st.sampled_from)
+BOOLEANS = st.booleans()
+
+
+def sampled(*options):
+    """``st.sampled_from(options)``, built once per distinct options."""
+    return _sampled_from(options)
+
+
+_RECORDS = integers(6, 30)
+_GAP = integers(0, 4)
+_KEY = sampled(*KEYS)
+_VALUE = integers(1, 5)
+_WATERMARK = BOOLEANS
 
 
 def _inputs(draw, sources: int, records=_RECORDS) -> list:
@@ -32,7 +45,7 @@ def _inputs(draw, sources: int, records=_RECORDS) -> list:
 
 
 # issue 31: the targeted shapes (drawn by ``catalogue.any_job_scenarios`` now and then)
-_SHORT = st.integers(1, 8)
+_SHORT = integers(1, 8)
 _KEYED = ["window_sum", "timer_chain", "yielding_window_sum", "side_window_sum"]
 
 
@@ -44,29 +57,29 @@ def keyed_forward_rescales(draw):
     checkpoints half the time (in-flight records on the forward edge)."""
     from streamproof.properties.job.steps import Fail, Rescale
     from streamproof.properties.scenario import Scenario
-    sources, p = draw(st.integers(1, 2), label="sources"), draw(st.integers(1, 3), label="parallelism")
-    second = {"name": "k1", "kind": "keyed_process", "parallelism": p, "function": draw(st.sampled_from(_KEYED))}
-    if draw(st.booleans()):
+    sources, p = draw(integers(1, 2), label="sources"), draw(integers(1, 3), label="parallelism")
+    second = {"name": "k1", "kind": "keyed_process", "parallelism": p, "function": draw(sampled(*_KEYED))}
+    if draw(BOOLEANS):
         second["chaining"] = False  # a forward edge between two tasks
     operators = [{"name": "source", "kind": "source"},
                  {"name": "k0", "kind": "keyed_process", "parallelism": p,
-                  "function": draw(st.sampled_from(["keyed_identity", *_KEYED]))},
+                  "function": draw(sampled("keyed_identity", *_KEYED))},
                  second, {"name": "sink", "kind": "sink", "parallelism": p}]
     edges = [{"from": "source", "to": "k0", "partitioning": "keyed"},
              {"from": "k0", "to": "k1", "partitioning": "forward"},
              {"from": "k1", "to": "sink", "partitioning": "forward"}]
     steps = _inputs(draw, sources)
-    new_p = draw(st.sampled_from([q for q in (2, 3, 4, 1) if q != p]), label="new parallelism")
-    steps.append(Rescale(draw(st.integers(10, 120)), new_p, draw(st.sampled_from(["k0", "k1"])),
-                         draw(st.integers(1, 2))))
-    if draw(st.booleans()):
-        steps.append(Fail(draw(st.integers(1, 400)), None))
-    unaligned = draw(st.booleans())
+    new_p = draw(sampled(*[q for q in (2, 3, 4, 1) if q != p]), label="new parallelism")
+    steps.append(Rescale(draw(integers(10, 120)), new_p, draw(sampled("k0", "k1")),
+                         draw(integers(1, 2))))
+    if draw(BOOLEANS):
+        steps.append(Fail(draw(integers(1, 400)), None))
+    unaligned = draw(BOOLEANS)
     params = {"graph": {"operators": operators, "edges": edges}, "sources": sources,
-              "max_parallelism": draw(st.sampled_from([4, 8, 16])), "checkpoint_interval": draw(st.integers(2, 6)),
-              "interruptible_timers": draw(st.booleans()), "unaligned": unaligned,
-              "channel_capacity": draw(st.integers(1, 4)), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
-              "seed": draw(st.integers(0, 2**16))}
+              "max_parallelism": draw(sampled(4, 8, 16)), "checkpoint_interval": draw(integers(2, 6)),
+              "interruptible_timers": draw(BOOLEANS), "unaligned": unaligned,
+              "channel_capacity": draw(integers(1, 4)), "async_mail_rate": draw(sampled(0.0, 0.3, 0.7)),
+              "seed": draw(integers(0, 2**16))}
     return Scenario(family="job", steps=tuple(steps), params=params)
 
 
@@ -79,16 +92,16 @@ def restores_after_end_of_input(draw):
     generators two times in three (sources restored as finished, FLIP-147)."""
     from streamproof.properties.job.steps import Fail
     from streamproof.properties.scenario import Scenario
-    sources = draw(st.integers(1, 3), label="sources")
+    sources = draw(integers(1, 3), label="sources")
     steps = _inputs(draw, sources, _SHORT)
     n = len(steps)  # a failure late in the run: after the sources ended, while tasks still work
-    for _ in range(draw(st.integers(1, 2), label="failures")):
-        steps.append(Fail(draw(st.integers(n, 3 * n + 10)), None, draw(st.integers(1, 3 + n // 2))))
-    params = {"operator": draw(st.sampled_from(_KEYED)), "sources": sources, "parallelism": draw(st.integers(1, 3)),
-              "max_parallelism": draw(st.sampled_from([4, 8, 16])), "checkpoint_interval": draw(st.integers(2, 5)),
-              "interruptible_timers": draw(st.booleans()), "unaligned": True,
-              "channel_capacity": draw(st.integers(2, 4)), "async_mail_rate": draw(st.sampled_from([0.0, 0.3, 0.7])),
-              "seed": draw(st.integers(0, 2**16))}
-    if draw(st.integers(0, 2)) > 0:
-        params["watermark_bound"] = draw(st.integers(0, 3))
+    for _ in range(draw(integers(1, 2), label="failures")):
+        steps.append(Fail(draw(integers(n, 3 * n + 10)), None, draw(integers(1, 3 + n // 2))))
+    params = {"operator": draw(sampled(*_KEYED)), "sources": sources, "parallelism": draw(integers(1, 3)),
+              "max_parallelism": draw(sampled(4, 8, 16)), "checkpoint_interval": draw(integers(2, 5)),
+              "interruptible_timers": draw(BOOLEANS), "unaligned": True,
+              "channel_capacity": draw(integers(2, 4)), "async_mail_rate": draw(sampled(0.0, 0.3, 0.7)),
+              "seed": draw(integers(0, 2**16))}
+    if draw(integers(0, 2)) > 0:
+        params["watermark_bound"] = draw(integers(0, 3))
     return Scenario(family="job", steps=tuple(steps), params=params)
