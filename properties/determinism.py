@@ -7,6 +7,10 @@ comes from a zip, where the source cannot be read) would then change the example
 a seed found on an executor would not replay on a laptop. :func:`pinned_constants` runs a block
 with that pool empty (Hypothesis's own built-in constants stay); outside it nothing changes.
 On a Hypothesis without this machinery it does nothing.
+
+One seed, one counterexample: :func:`shrinking_without_clock` lifts Hypothesis' five-minute
+shrink limit inside an exploration, so how far a failure shrinks does not depend on how busy the
+machine is.
 """
 
 from __future__ import annotations
@@ -31,3 +35,28 @@ def pinned_constants():
     finally:
         providers._get_local_constants = original
         cache.cache.clear()
+
+
+# Hypothesis stops shrinking after MAX_SHRINKING_SECONDS (five minutes) of wall-clock time, so on a
+# busy machine the same seed shrank to another counterexample (issue 30: 17 steps instead of 43).
+# Inside an exploration only its deterministic limits apply (MAX_SHRINKS successful shrinks, the
+# shrinker's stall limits); this many seconds stay as a guard against a shrink that never ends.
+SHRINK_GUARD_SECONDS = 3 * 3600
+
+
+@contextmanager
+def shrinking_without_clock():
+    """Runs a block with Hypothesis' shrink time limit lifted to :data:`SHRINK_GUARD_SECONDS`, so a
+    seed shrinks to the same counterexample however busy the machine; restored after. On a
+    Hypothesis without that limit it does nothing."""
+    try:
+        from hypothesis.internal.conjecture import engine
+        original = engine.MAX_SHRINKING_SECONDS
+    except (ImportError, AttributeError):
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = max(original, SHRINK_GUARD_SECONDS)
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = original

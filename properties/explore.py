@@ -15,7 +15,7 @@ from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import get_state_machine_test
 
 from streamproof.properties import scenario as sc
-from streamproof.properties.determinism import pinned_constants
+from streamproof.properties.determinism import pinned_constants, shrinking_without_clock
 from streamproof.properties.gc_pacing import paced_collections
 from streamproof.properties.reach import counting
 from streamproof.properties.registry import Property
@@ -123,7 +123,7 @@ def explore(prop: Property, examples: int, seed: int | None = None, step_count: 
                            dict(tally.reach_examples), found)
 
     interrupts = _interrupts
-    with counting() as reach, pinned_constants(), paced_collections():
+    with counting() as reach, pinned_constants(), shrinking_without_clock(), paced_collections():
         tally.reach = reach
         tally.outer_exception = sys.exc_info()[1]
         try:
@@ -229,6 +229,9 @@ class _Tally:
         if self.progress is not None:
             self.progress(self.examples, False)
 
+GENERIC_CHECKS_PER_SECOND = 100  # the generic reduction's families (broadcast, ttl) check in a few ms
+
+
 def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, seconds: float = 20.0,
                     seeds: int = 8) -> sc.Scenario:
     """After Hypothesis' shrinking, reduces a failing scenario while the property still fails with
@@ -237,12 +240,16 @@ def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, secon
     settings, timestamps, keys, graph, a few schedule seeds; a budget of checks worth about
     ``seconds``, so deterministic). Other families drop steps one at a time (last first); a
     scenario with a schedule seed (``params.seed``) may take another of ``seeds`` small seeds.
-    Stops after ``seconds``."""
+    Stops after about ``seconds`` worth of checks (a number of checks, not wall-clock time: the
+    result depends on the input alone)."""
     from dataclasses import replace
 
     from streamproof.properties import shrink
 
+    budget = [max(1, int(seconds * GENERIC_CHECKS_PER_SECOND))]
+
     def fails(candidate: sc.Scenario) -> bool:
+        budget[0] -= 1
         try:
             verdict = prop.check(sc.load_scenario(sc.dump_scenario(candidate)))
         except Exception:  # noqa: BLE001 - an invalid or crashing candidate is not a reduction
@@ -252,8 +259,6 @@ def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, secon
     if shrink.shrinks(scenario.family):
         return shrink.shrink(fails, scenario, seconds, seeds)
 
-    deadline = time.perf_counter() + seconds
-
     def variants(candidate: sc.Scenario):
         yield candidate
         if "seed" in candidate.params:
@@ -262,7 +267,7 @@ def reduce_scenario(prop: Property, scenario: sc.Scenario, invariant: str, secon
                     yield replace(candidate, params={**candidate.params, "seed": seed})
 
     index = len(scenario.steps) - 1
-    while index >= 0 and time.perf_counter() < deadline:
+    while index >= 0 and budget[0] > 0:
         steps = scenario.steps[:index] + scenario.steps[index + 1:]
         scenario = next((c for c in variants(replace(scenario, steps=steps)) if fails(c)), scenario)
         index = min(index - 1, len(scenario.steps) - 1)

@@ -25,7 +25,7 @@ from streamproof.model import job as job_model
 from streamproof.impl.graph.sim import SimulationError, SimulationResult, simulate
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK
 from streamproof.properties.job.functions import FUNCTIONS, STATELESS_FUNCTIONS
-from streamproof.properties.job.steps import _parsed_graph, faults_of, graph_of, job_params, sources_of, task_config
+from streamproof.properties.job.steps import _PLAIN_GRAPHS, _parsed_graph, faults_of, graph_of, job_params, sources_of, task_config
 from streamproof.properties.bugzoo import clears_on_patch
 from streamproof.properties.reach import note
 from streamproof.properties.scenario import Scenario, dump_scenario, load_scenario
@@ -85,6 +85,7 @@ def _run(text: str, on_graph: bool, reference: bool) -> SimulationResult | str:
 
 clears_on_patch(_run.cache_clear)
 clears_on_patch(_parsed_graph.cache_clear)  # a bug patch may change what a graph declares
+clears_on_patch(_PLAIN_GRAPHS.clear)
 
 
 def _cached_run(scenario: Scenario, on_graph: bool, reference: bool) -> SimulationResult | str:

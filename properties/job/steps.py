@@ -233,7 +233,7 @@ def generated_watermark(highest: int | None, bound: int) -> int | None:
 def _check_graph(params: dict) -> None:
     from streamproof.properties.job.functions import KEYED_FUNCTIONS, STATELESS_FUNCTIONS
     try:
-        graph = graph_from_json(params["graph"], params["sources"])
+        graph = _plain_graph(params["graph"], params["sources"])
     except GraphError as error:
         raise TOP.expected("params", "a valid graph", str(error), "semantic") from None
     for op in graph.operators:
@@ -264,6 +264,22 @@ def _parsed_graph(text: str, sources: int) -> JobGraph:
     """A graph parsed once per text (a job graph is read, never changed; issue 30: one example
     parsed its graph seven times)."""
     return with_declared_attributes(graph_from_json(json.loads(text), sources))
+
+
+_PLAIN_GRAPHS: dict[tuple[str, int], JobGraph] = {}  # cleared by a bug patch (properties.job.check)
+
+
+def _plain_graph(graph: Any, sources: int) -> JobGraph:
+    """``graph_from_json(graph, sources)``, remembered per text for the checks of ``job_params``,
+    which every run asks several times (issue 30); an invalid graph raises its GraphError each time."""
+    key = (json.dumps(graph, sort_keys=True), sources)
+    parsed = _PLAIN_GRAPHS.get(key)
+    if parsed is None:
+        parsed = graph_from_json(graph, sources)
+        if len(_PLAIN_GRAPHS) >= 1024:
+            _PLAIN_GRAPHS.clear()
+        _PLAIN_GRAPHS[key] = parsed
+    return parsed
 
 
 def with_declared_attributes(graph: JobGraph) -> JobGraph:
