@@ -1,7 +1,8 @@
 """A seed shrinks to the same counterexample however busy the machine: shrinking is bounded by
 numbers of checks, not by the clock (properties/determinism.py ``shrinking_without_clock``,
-``explore.reduce_scenario``). A slow machine is played by a clock that jumps a minute each time
-it is read."""
+``explore.reduce_scenario``). A slow machine is played by a clock that jumps ten seconds each
+time it is read: urgent-mail-lifo's shrink reads Hypothesis' clock 81 times, past Hypothesis' own
+five minutes and within streamproof's 30-minute guard."""
 
 import time
 
@@ -12,14 +13,14 @@ from streamproof.properties.explore import explore, reduce_scenario
 
 
 class SlowClock:
-    """The ``time`` module as a machine that takes a minute between two looks at the clock sees it."""
+    """The ``time`` module as a machine that takes ten seconds between two looks at the clock sees it."""
 
     def __init__(self) -> None:
         self.looks = 0
 
     def perf_counter(self) -> float:
         self.looks += 1
-        return time.perf_counter() + 60 * self.looks
+        return time.perf_counter() + 10 * self.looks
 
     def __getattr__(self, name):
         return getattr(time, name)
