@@ -60,7 +60,7 @@ MAP = {
     "model/snapshot.py": ["tests/test_snapshot_machine.py", "tests/test_mutation_gaps.py"],
     "impl/timers/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
     "model/termination.py": ["tests/test_termination.py", "tests/test_mutation_gaps.py"],
-    "impl/coordination/flink_protocol.py": ["tests/test_valve.py", "tests/test_valve_vectors.py"],
+    "impl/coordination/flink_protocol.py": ["tests/test_valve.py", "tests/test_valve_vectors.py", "tests/test_mutation_gaps.py"],
     "model/valve.py": ["tests/test_valve_machine.py", "tests/test_valve_vectors.py"],
     # issue 31: the modules not measured before; each list is fast tests first (-x stops at the first failure)
     "model/eos.py": ["tests/test_eos.py", "tests/test_job.py", "tests/test_mutation_gaps.py"],

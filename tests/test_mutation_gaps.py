@@ -7,7 +7,8 @@ import pytest
 from streamproof.impl.state.key_groups import KeyGroupRange
 from streamproof.impl.timers.termination import TimerTerminationAction as A
 from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
-from streamproof.impl.timers.internal_timer_service import KeyContext, TimerFiringBudgetExceeded
+from streamproof.impl.timers.internal_timer_service import (
+    MAX_WATERMARK, MIN_WATERMARK, KeyContext, TimerFiringBudgetExceeded)
 from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 
 from tests.recorders import Fired
@@ -782,3 +783,202 @@ def test_a_rescale_restores_every_in_flight_broadcast_record_of_an_unaligned_che
     channel = restored[0].channel_index[("rules", 0)]
     assert list(restored[0].inputs[channel]) == rules
     assert all(not q for q in restored[1].inputs)
+
+
+# -- impl/tasks/watermarks.py (session 15, at 763b6f7) ------------------------------------------------------------------
+
+def _processor(manager=None, **options):
+    """A watermark processor over ``manager`` (default: Flink's NoOpInternalTimeServiceManager, whose
+    advance completes unless asked to stop, firing nothing) and a mailbox; (processor, emitted, mailbox)."""
+    from types import SimpleNamespace
+
+    from streamproof.impl.tasks.mailbox import MailboxExecutor, TaskMailbox
+    from streamproof.impl.tasks.watermarks import MailboxWatermarkProcessor
+
+    class NoOp:
+        def try_advance_watermark(self, watermark, should_stop):
+            return not should_stop()
+
+        def get_reached_watermark(self):
+            return MIN_WATERMARK
+
+    operator = manager if manager is not None else SimpleNamespace(time_service_manager=NoOp(), timers_fired=0)
+    emitted, mailbox = [], TaskMailbox()
+    return MailboxWatermarkProcessor(operator, MailboxExecutor(mailbox, 0), emitted.append, **options), emitted, mailbox
+
+
+def _run_mail(mailbox):
+    from streamproof.impl.tasks.mailbox import MIN_PRIORITY
+    while mailbox.has_mail():
+        mailbox.take(MIN_PRIORITY).run()
+
+
+def test_a_finished_channel_no_longer_holds_back_the_combined_watermark():
+    """The valve's minimum is over the channels not yet finished. Kills impl/tasks/watermarks.py:28
+    (``channel_finished``) ``finished[channel] = True`` -> ``False`` / ``None``."""
+    from streamproof.impl.tasks.watermarks import StatusWatermarkValve
+    valve = StatusWatermarkValve(2)
+    assert valve.input_watermark(0, 5) is None  # channel 1 is still at MIN_WATERMARK
+    assert valve.input_watermark(1, 10) == 5
+    assert valve.channel_finished(0) == 10
+    assert valve.channel_finished(1) is None  # nothing left to combine
+
+
+def test_as_flink_ships_it_a_completed_advance_emits_the_max_input_watermark_even_if_emitted_before():
+    """Flink 2.3's MailboxWatermarkProcessor emits ``maxInputWatermark`` after every completed
+    advance; only the ``only_increasing`` correction (off by default) drops a repeat. Kills
+    impl/tasks/watermarks.py:54 (``__init__``) default ``only_increasing=False`` -> ``True``."""
+    processor, emitted, _ = _processor()
+    processor.emit_watermark_inside_mailbox(5)
+    processor.emit_watermark_inside_mailbox(5)
+    assert emitted == [5, 5]
+    corrected, emitted, _ = _processor(only_increasing=True)
+    corrected.emit_watermark_inside_mailbox(5)
+    corrected.emit_watermark_inside_mailbox(5)
+    assert emitted == [5]
+
+
+def test_the_scheduled_continuation_count_is_one_while_a_continuation_waits_and_zero_after():
+    """The count the simulator reads to skip its interrupted-firing scan (issue 30) is exactly the
+    processors with a continuation scheduled, cycle after cycle. Kills impl/tasks/watermarks.py:77
+    (``progress_watermark_scheduled`` setter) ``+= 1 if value else -1`` -> ``2 if``, ``else +1``,
+    ``else -2``."""
+    processor, emitted, mailbox = _processor()
+    processor.scheduled_count = [0]
+    for watermark in (5, 7):
+        processor.should_interrupt = lambda: True
+        processor.emit_watermark_inside_mailbox(watermark)
+        processor.emit_watermark_inside_mailbox(watermark + 1)  # picked up by the one continuation
+        assert processor.scheduled_count == [1] and mailbox.size() == 1
+        processor.should_interrupt = lambda: False
+        _run_mail(mailbox)
+        assert processor.scheduled_count == [0]
+    assert emitted == [6, 8]
+
+
+def test_interruptions_and_stalls_are_counted_once_per_interrupted_advance():
+    """``interruptions`` counts advances that scheduled a continuation, ``stalled`` those of them that
+    fired no timer (FLIP-443 forbids them; job.end-of-input reads it), both from 0. Kills
+    impl/tasks/watermarks.py:62 ``interruptions = 0`` -> ``1``, :101 ``+= 1`` -> ``+= 2``, :102
+    ``stalled +=`` -> ``-=``."""
+    processor, emitted, mailbox = _processor()
+    assert (processor.interruptions, processor.stalled) == (0, 0)
+    processor.should_interrupt = lambda: True
+    processor.emit_watermark_inside_mailbox(5)
+    processor.emit_watermark_inside_mailbox(6)  # a continuation is already scheduled: not another interruption
+    assert (processor.interruptions, processor.stalled) == (1, 1)
+    _take_one(mailbox)  # the continuation, interrupted again
+    assert (processor.interruptions, processor.stalled) == (2, 2)
+    processor.should_interrupt = lambda: False
+    _run_mail(mailbox)
+    assert emitted == [6] and (processor.interruptions, processor.stalled) == (2, 2)
+
+
+def _take_one(mailbox):
+    from streamproof.impl.tasks.mailbox import MIN_PRIORITY
+    mailbox.take(MIN_PRIORITY).run()
+
+
+def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_watermark():
+    """Certify's coverage case "timer fired before end of input" reads
+    ``event_timers_fired_before_end``: the timers watermarks below MAX_WATERMARK fired, from 0.
+    Kills impl/tasks/watermarks.py:65 ``event_timers_fired_before_end = 0`` -> ``1``."""
+
+    class Operator:
+        def __init__(self):
+            self.timers_fired = 0
+            self.key_context = KeyContext(MP)
+            self.time_service_manager = InternalTimeServiceManager(
+                self.key_context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0), firing_budget=100)
+            service = self.time_service_manager.get_internal_timer_service("timers", self)
+            for ts in (10, 20):
+                self.key_context.set_current_key("a")
+                service.register_event_time_timer("w", ts)
+
+        def on_event_time(self, timer):
+            self.timers_fired += 1
+
+    operator = Operator()
+    processor, emitted, _ = _processor(operator)
+    assert processor.event_timers_fired_before_end == 0
+    processor.emit_watermark_inside_mailbox(15)
+    assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (1, 1)
+    processor.emit_watermark_inside_mailbox(MAX_WATERMARK)
+    assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (2, 1)
+    assert emitted == [15, MAX_WATERMARK]
+
+
+# -- impl/coordination/flink_protocol.py (session 15, at 763b6f7) -------------------------------------------------------
+
+def _gateway():
+    from types import SimpleNamespace
+
+    from streamproof.impl.coordination.flink_protocol import SubtaskGatewayImpl
+    from streamproof.impl.coordination.runtime import IncompleteFuturesTracker, MainThreadExecutor
+    return SubtaskGatewayImpl(SimpleNamespace(subtask_index=0), MainThreadExecutor(), IncompleteFuturesTracker())
+
+
+def _buffer(gateway, sent: list, event: str):
+    from streamproof.impl.coordination.runtime import CompletableFuture
+
+    def send():
+        sent.append(event)
+        return CompletableFuture.completed()
+    gateway._send_event_internal(send, CompletableFuture(), event)
+
+
+def test_a_later_checkpoints_events_opened_first_are_released_after_the_earlier_ones():
+    """Flink's ``openGatewayAndUnmarkCheckpoint`` for a checkpoint that is not the first one closed
+    appends its events to the earlier checkpoint's (``floorEntry(checkpointId - 1)``): they go out
+    after those when that one opens. Kills impl/coordination/flink_protocol.py:117 ``earlier =
+    max(...)`` -> ``None``."""
+    gateway, sent = _gateway(), []
+    for checkpoint in (1, 2):
+        gateway.mark_for_checkpoint(checkpoint)
+    assert gateway.try_close_gateway(1)
+    _buffer(gateway, sent, "e1")
+    assert gateway.try_close_gateway(2)
+    _buffer(gateway, sent, "e2")
+    gateway.open_gateway_and_unmark_checkpoint(2)
+    assert sent == [] and gateway.buffered_events() == 2 and not gateway.is_closed_for(2)
+    gateway.open_gateway_and_unmark_checkpoint(1)
+    assert sent == ["e1", "e2"] and gateway.buffered_events() == 0
+
+
+def test_a_replaced_gateways_buffered_events_still_count_and_a_missing_failure_handler_ignores_failures():
+    """What a subtask reset replaced still holds its buffered events (``buffered_events`` counts
+    them: the valve machine reads it), and a holder built without a global failure handler ignores
+    a coordinator that throws while checkpointing. Kills impl/coordination/flink_protocol.py:284
+    ``old = self.subtask_gateway_map.get(subtask)`` -> ``None`` and :154 ``global_failure_handler or
+    (lambda e: None)`` -> ``and`` / ``None``."""
+    from types import SimpleNamespace
+
+    from streamproof.impl.coordination.flink_protocol import OperatorCoordinatorHolder
+    from streamproof.impl.coordination.runtime import CompletableFuture, MainThreadExecutor
+
+    class Accesses:
+        def get_access_for_subtask(self, subtask):
+            return SimpleNamespace(subtask_index=subtask, attempt_number=0, is_still_running=lambda: True,
+                                   has_switched_to_running=CompletableFuture)
+
+    class Throwing:
+        def checkpoint_coordinator(self, checkpoint_id, result):
+            raise RuntimeError("coordinator failed")
+
+        def execution_attempt_ready(self, *args):
+            pass
+
+        def subtask_reset(self, subtask, checkpoint_id):
+            pass
+
+    holder = OperatorCoordinatorHolder(Throwing(), Accesses(), 1, MainThreadExecutor())
+    holder.lazy_initialize()
+    old, sent = holder.subtask_gateway_map[0], []
+    old.mark_for_checkpoint(1)
+    old.try_close_gateway(1)
+    _buffer(old, sent, "e1")
+    holder.subtask_reset(0, 1)
+    assert holder.subtask_gateway_map[0] is not old and holder.buffered_events() == 1
+    result = CompletableFuture()
+    holder.checkpoint_coordinator(2, result)  # no handler: nothing escapes
+    assert result.is_completed_exceptionally()
