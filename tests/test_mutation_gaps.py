@@ -982,3 +982,31 @@ def test_a_replaced_gateways_buffered_events_still_count_and_a_missing_failure_h
     result = CompletableFuture()
     holder.checkpoint_coordinator(2, result)  # no handler: nothing escapes
     assert result.is_completed_exceptionally()
+
+
+# -- impl/timers/processing_time_service.py (session 15, at 6a5feea) ----------------------------------------------------
+
+def test_cancelling_a_physical_timer_that_already_fired_changes_nothing():
+    """As a ScheduledFuture that ran: cancelling it afterwards neither counts it again nor tells the
+    cancel listeners (what traces record). Kills impl/timers/processing_time_service.py:102
+    (``advance_to``) ``timer.pending = False`` -> ``True`` (``None`` is equivalent: falsy too)."""
+    clock, fired, cancelled = ManualProcessingTimeService(start=0), [], []
+    clock.on_cancel.append(cancelled.append)
+    handle = clock.register_timer(5, fired.append)
+    clock.register_timer(9, fired.append)
+    clock.advance_to(5)
+    assert fired == [5] and clock.num_pending_timers() == 1
+    handle.cancel()
+    assert cancelled == [] and clock.num_pending_timers() == 1
+    clock.advance_to(9)
+    assert fired == [5, 9] and clock.num_pending_timers() == 0
+
+
+def test_a_scheduled_timer_built_by_its_constructor_is_pending_at_its_time():
+    """The handle's constructor (the service itself builds handles without it, issue 30) gives the
+    same handle. Kills impl/timers/processing_time_service.py:29 ``self.timestamp = timestamp`` ->
+    ``None`` and :32 ``self.pending = True`` -> ``None``."""
+    from streamproof.impl.timers.processing_time_service import ScheduledTimer
+    clock = ManualProcessingTimeService(start=0)
+    built, registered = ScheduledTimer(7, print, clock), clock.register_timer(7, print)
+    assert [(t.timestamp, t.callback, t.pending) for t in (built, registered)] == [(7, print, True)] * 2
