@@ -882,7 +882,9 @@ def _take_one(mailbox):
 def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_watermark():
     """Certify's coverage case "timer fired before end of input" reads
     ``event_timers_fired_before_end``: the timers watermarks below MAX_WATERMARK fired, from 0.
-    Kills impl/tasks/watermarks.py:65 ``event_timers_fired_before_end = 0`` -> ``1``."""
+    Kills impl/tasks/watermarks.py:65 ``event_timers_fired_before_end = 0`` -> ``1``; in
+    ``count_fired`` :107 ``timers_fired - fired_before`` -> ``+``, :108 ``event_timers_fired +=`` ->
+    ``=`` / ``-=``, :109 ``watermark < MAX_WATERMARK`` -> ``<=``, :110 ``+=`` -> ``=`` / ``-=``."""
 
     class Operator:
         def __init__(self):
@@ -891,7 +893,7 @@ def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_wate
             self.time_service_manager = InternalTimeServiceManager(
                 self.key_context, KeyGroupRange(0, MP - 1), ManualProcessingTimeService(start=0), firing_budget=100)
             service = self.time_service_manager.get_internal_timer_service("timers", self)
-            for ts in (10, 20):
+            for ts in (10, 20, 30):
                 self.key_context.set_current_key("a")
                 service.register_event_time_timer("w", ts)
 
@@ -903,9 +905,24 @@ def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_wate
     assert processor.event_timers_fired_before_end == 0
     processor.emit_watermark_inside_mailbox(15)
     assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (1, 1)
+    processor.emit_watermark_inside_mailbox(25)
+    assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (2, 2)
     processor.emit_watermark_inside_mailbox(MAX_WATERMARK)
-    assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (2, 1)
-    assert emitted == [15, MAX_WATERMARK]
+    assert (processor.event_timers_fired, processor.event_timers_fired_before_end) == (3, 2)
+    assert emitted == [15, 25, MAX_WATERMARK]
+
+
+def test_the_intermediate_correction_emits_only_progress_beyond_the_last_watermark():
+    """FLINK-40101's correction alone (``intermediate``, without ``only_increasing``) emits the
+    watermark the timers reached at a continuation only when it is above the last one emitted.
+    Kills impl/tasks/watermarks.py:118 (``_continue``) ``reached > self.last_emitted`` -> ``>=``
+    (the NoOp manager reaches nothing: MIN_WATERMARK, the last emitted at the start)."""
+    processor, emitted, mailbox = _processor(intermediate=True)
+    processor.should_interrupt = lambda: True
+    processor.emit_watermark_inside_mailbox(5)
+    processor.should_interrupt = lambda: False
+    _run_mail(mailbox)
+    assert emitted == [5]
 
 
 # -- impl/coordination/flink_protocol.py (session 15, at 763b6f7) -------------------------------------------------------
