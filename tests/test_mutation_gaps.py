@@ -883,8 +883,8 @@ def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_wate
     """Certify's coverage case "timer fired before end of input" reads
     ``event_timers_fired_before_end``: the timers watermarks below MAX_WATERMARK fired, from 0.
     Kills impl/tasks/watermarks.py:65 ``event_timers_fired_before_end = 0`` -> ``1``; in
-    ``count_fired`` :107 ``timers_fired - fired_before`` -> ``+``, :108 ``event_timers_fired +=`` ->
-    ``=`` / ``-=``, :109 ``watermark < MAX_WATERMARK`` -> ``<=``, :110 ``+=`` -> ``=`` / ``-=``."""
+    ``count_fired`` :110 ``timers_fired - fired_before`` -> ``+``, :111 ``event_timers_fired +=`` ->
+    ``=`` / ``-=``, :112 ``watermark < MAX_WATERMARK`` -> ``<=``, :113 ``+=`` -> ``=`` / ``-=``."""
 
     class Operator:
         def __init__(self):
@@ -915,7 +915,7 @@ def test_timers_fired_before_end_of_input_count_from_zero_and_leave_out_max_wate
 def test_the_intermediate_correction_emits_only_progress_beyond_the_last_watermark():
     """FLINK-40101's correction alone (``intermediate``, without ``only_increasing``) emits the
     watermark the timers reached at a continuation only when it is above the last one emitted.
-    Kills impl/tasks/watermarks.py:118 (``_continue``) ``reached > self.last_emitted`` -> ``>=``
+    Kills impl/tasks/watermarks.py:121 (``_continue``) ``reached > self.last_emitted`` -> ``>=``
     (the NoOp manager reaches nothing: MIN_WATERMARK, the last emitted at the start)."""
     processor, emitted, mailbox = _processor(intermediate=True)
     processor.should_interrupt = lambda: True
