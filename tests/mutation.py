@@ -87,6 +87,11 @@ MAP = {
                      "tests/test_mutation_gaps.py"],
     "impl/coordination/runtime.py": ["tests/test_valve_vectors.py", "tests/test_valve.py",
                                     "tests/test_mutation_gaps.py"],
+    # session 15: the other two valve protocols
+    "impl/coordination/legacy_protocol.py": ["tests/test_valve.py", "tests/test_valve_itcases.py",
+                                             "tests/test_valve_machine.py", "tests/test_mutation_gaps.py"],
+    "impl/coordination/streamproof_protocol.py": ["tests/test_valve.py", "tests/test_valve_itcases.py",
+                                                  "tests/test_valve_machine.py", "tests/test_mutation_gaps.py"],
     # issue 30: the deferred timer file (measured in session 15)
     "impl/timers/deferred_snapshot.py": ["tests/test_deferred_snapshot.py", "tests/test_snapshots.py",
                                          "tests/test_mutation_gaps.py"],
