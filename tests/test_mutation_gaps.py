@@ -1027,3 +1027,51 @@ def test_a_scheduled_timer_built_by_its_constructor_is_pending_at_its_time():
     clock = ManualProcessingTimeService(start=0)
     built, registered = ScheduledTimer(7, print, clock), clock.register_timer(7, print)
     assert [(t.timestamp, t.callback, t.pending) for t in (built, registered)] == [(7, print, True)] * 2
+
+
+# -- impl/coordination/legacy_protocol.py (session 15, at ba8bc1b) ------------------------------------------------------
+
+def test_the_legacy_holder_forwards_completion_and_abort_and_reports_its_valve_per_checkpoint():
+    """The 1.14/1.15 holder tells its coordinator of complete and aborted checkpoints (a split
+    enumerator commits or forgets on them), and its one valve is closed for the checkpoint it was
+    shut for, for no other, and open (False, not another falsy value) once reopened. Kills
+    impl/coordination/legacy_protocol.py:158 and :161 (``notify_checkpoint_complete`` / ``_aborted``
+    -> ``lambda: None``), :175 (``gateways_closed_for``) ``==`` -> ``!=`` and :65 ``shut = False`` ->
+    ``None``."""
+    from types import SimpleNamespace
+
+    from streamproof.impl.coordination.legacy_protocol import LegacyOperatorCoordinatorHolder
+    from streamproof.impl.coordination.runtime import CompletableFuture, MainThreadExecutor
+
+    class Accesses:
+        def get_access_for_subtask(self, subtask):
+            return SimpleNamespace(subtask_index=subtask, attempt_number=0, is_still_running=lambda: True,
+                                   has_switched_to_running=CompletableFuture)
+
+    class Recording:
+        def __init__(self):
+            self.seen = []
+
+        def checkpoint_coordinator(self, checkpoint_id, result):
+            result.complete(b"state")
+
+        def notify_checkpoint_complete(self, checkpoint_id):
+            self.seen.append(("complete", checkpoint_id))
+
+        def notify_checkpoint_aborted(self, checkpoint_id):
+            self.seen.append(("aborted", checkpoint_id))
+
+        def execution_attempt_ready(self, *args):
+            pass
+
+    coordinator = Recording()
+    holder = LegacyOperatorCoordinatorHolder(coordinator, Accesses(), 2, MainThreadExecutor())
+    holder.lazy_initialize()
+    result = CompletableFuture()
+    holder.checkpoint_coordinator(1, result)
+    assert holder.gateways_closed_for(1) == [True, True] and holder.gateways_closed_for(2) == [False, False]
+    holder.after_source_barrier_injection(1)
+    assert holder.gateways_closed_for(1) == [False, False]
+    holder.notify_checkpoint_complete(1)
+    holder.notify_checkpoint_aborted(2)
+    assert coordinator.seen == [("complete", 1), ("aborted", 2)]
