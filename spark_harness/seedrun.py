@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -25,8 +26,10 @@ class SeedTimeout(BaseException):
 class Deadline:
     """The per-seed time limit: a SIGALRM interval timer that raises :class:`SeedTimeout` in the
     main thread once the limit has passed, and again every ``repeat`` seconds until the block
-    ends (Hypothesis swallows an exception raised inside a gc callback, and may turn one raised
-    while drawing data into a flakiness error). ``expired`` tells the caller which happened."""
+    ends (Python swallows an exception raised inside a gc callback, a weakref callback or a
+    ``__del__``, and Hypothesis may turn one raised while drawing data into a flakiness error;
+    while armed, ``sys.unraisablehook`` drops a swallowed SeedTimeout instead of printing it).
+    ``expired`` tells the caller which happened."""
 
     def __init__(self, seconds: float | None, repeat: float = 0.25):
         self.seconds = seconds
@@ -34,6 +37,7 @@ class Deadline:
         self.expired = False
         self.armed = False
         self._previous = None
+        self._previous_unraisablehook = None
 
     def _fire(self, signum, frame):
         if not self.armed:
@@ -46,15 +50,24 @@ class Deadline:
     def __enter__(self) -> Deadline:
         if self.seconds and self.seconds > 0 and threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGALRM, self._fire)
+            self._previous_unraisablehook, sys.unraisablehook = sys.unraisablehook, self._unraisable
             self.armed = True
             signal.setitimer(signal.ITIMER_REAL, self.seconds, self.repeat)
         return self
+
+    def _unraisable(self, unraisable) -> None:
+        # a SeedTimeout raised where Python swallows it (a weakref callback, a __del__): the
+        # interval timer raises it again; nothing to print
+        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, SeedTimeout):
+            self._previous_unraisablehook(unraisable)
 
     def disarm(self) -> None:
         if self.armed:
             self.armed = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous or signal.SIG_DFL)
+            if sys.unraisablehook == self._unraisable:
+                sys.unraisablehook = self._previous_unraisablehook
 
     def __exit__(self, *exc) -> None:
         self.disarm()

@@ -87,3 +87,43 @@ def test_the_report_command_counts_timeouts(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(tmp_path)])
     assert result.exit_code == 1
     assert "1 timed out" in result.output
+
+
+def test_a_deadline_raised_where_python_swallows_it_is_not_printed_and_comes_again(monkeypatch):
+    """The per-seed deadline raised inside a weakref callback run by the garbage collector is
+    swallowed by Python, which printed it ("Exception ignored", a PytestUnraisableExceptionWarning
+    in this suite's run); its interval timer raises it again, so the deadline's own
+    ``sys.unraisablehook`` drops it quietly, passes anything else on, and is removed with it."""
+    import sys
+    import time
+    import weakref
+
+    from streamproof.spark_harness.seedrun import Deadline, SeedTimeout
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+
+    class Thing:
+        pass
+
+    def raises(error):
+        def callback(_):
+            raise error
+        return callback
+
+    timed_out = False
+    try:
+        with Deadline(0.05) as deadline:
+            for error in (SeedTimeout(), ValueError("other")):
+                thing = Thing()
+                ref = weakref.ref(thing, raises(error))
+                del thing
+                assert ref() is None
+            end = time.monotonic() + 30
+            while time.monotonic() < end:  # the interval timer raises it again, here
+                time.sleep(0.01)
+    except SeedTimeout:
+        timed_out = True
+    assert timed_out and deadline.expired
+    assert [u.exc_type for u in seen] == [ValueError]
+    assert sys.unraisablehook == seen.append

@@ -240,6 +240,45 @@ def test_a_ctrl_c_landing_in_a_gc_callback_is_sent_again_not_lost(monkeypatch):
         cli_common._on_sigint(signal.SIGINT, inner(None))
 
 
+def test_a_ctrl_c_swallowed_in_a_weakref_callback_is_sent_again_not_lost(monkeypatch):
+    """A KeyboardInterrupt raised while the garbage collector runs a weakref callback is only
+    printed ("Exception ignored"); the handler cannot see it coming (the callback's frame looks
+    like any other). ``sys.unraisablehook``, installed with the handler, sends it again."""
+    import time as time_mod
+    import weakref
+
+    from streamproof.cli import common as cli_common
+
+    sent, installed = [], []
+    monkeypatch.setattr(cli_common.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    monkeypatch.setattr(cli_common.signal, "getsignal", lambda signum: signal.default_int_handler)
+    monkeypatch.setattr(cli_common.signal, "signal", lambda signum, handler: installed.append(handler))
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # restored after the test
+    cli_common.deliver_ctrl_c_reliably()
+    assert installed == [cli_common._on_sigint] and sys.unraisablehook is cli_common._on_unraisable
+
+    class Thing:
+        pass
+
+    def callback(_):
+        raise KeyboardInterrupt  # as _on_sigint raises it when the signal lands here
+
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing  # the callback runs and raises; Python swallows it
+    assert ref() is None
+    deadline = time_mod.monotonic() + 30
+    while not sent and time_mod.monotonic() < deadline:
+        time_mod.sleep(0.01)
+    assert sent == [(os.getpid(), signal.SIGINT)]
+    other = []
+    monkeypatch.setattr(cli_common, "_PREVIOUS_UNRAISABLEHOOK", [other.append])
+    thing = Thing()
+    ref = weakref.ref(thing, lambda _: 1 / 0)
+    del thing  # anything else goes to the hook that was there before
+    assert [u.exc_type for u in other] == [ZeroDivisionError] and len(sent) == 1
+
+
 def test_a_ctrl_c_before_hypothesis_has_a_runner_is_an_interrupt_not_a_crash(monkeypatch):
     """A Ctrl-C landing while Hypothesis reads the test's source for its database key (before its
     runner exists) came out as Hypothesis's own ``assert state._runner is not None``: certify then

@@ -44,17 +44,40 @@ class InputError(click.ClickException):
 
 
 def deliver_ctrl_c_reliably() -> None:
-    """Ctrl-C raises KeyboardInterrupt even when it lands in a gc callback: Hypothesis installs one,
-    and Python only prints an exception raised there ("Exception ignored"), so the interrupt was
-    lost and the run went on to its end (exit 0 or 1, not 130). There it is sent again 50 ms later."""
+    """Ctrl-C raises KeyboardInterrupt even when it lands where Python only prints an exception
+    ("Exception ignored"): a gc callback (Hypothesis installs one), a weakref callback or a
+    ``__del__`` run by the garbage collector. The interrupt was lost there and the run went on to
+    its end (exit 0 or 1, not 130). It is sent again 50 ms later: before it is raised when the
+    handler sees a gc callback on the stack, and from ``sys.unraisablehook`` when Python swallowed
+    it anywhere else."""
     _SETTLED[0] = False  # a new command: its Ctrl-C counts
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
+        if sys.unraisablehook is not _on_unraisable:
+            _PREVIOUS_UNRAISABLEHOOK[0] = sys.unraisablehook
+            sys.unraisablehook = _on_unraisable
 
 
-_RESENDS: list[threading.Timer] = []  # Ctrl-C sent again later (it landed in a gc callback)
+_RESENDS: list[threading.Timer] = []  # Ctrl-C sent again later (it landed where Python swallows it)
 _SETTLED = [False]  # the run reported its interruption: it exits 130, whatever Ctrl-C comes next
+_PREVIOUS_UNRAISABLEHOOK = [sys.__unraisablehook__]
+
+
+def _resend_ctrl_c() -> None:
+    resend = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+    resend.daemon = True
+    _RESENDS.append(resend)
+    resend.start()
+
+
+def _on_unraisable(unraisable) -> None:
+    """A KeyboardInterrupt Python swallowed (a weakref callback, a ``__del__``): sent again."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        if not _SETTLED[0]:
+            _resend_ctrl_c()
+        return
+    _PREVIOUS_UNRAISABLEHOOK[0](unraisable)
 
 
 def _on_sigint(signum, frame) -> None:
@@ -63,10 +86,7 @@ def _on_sigint(signum, frame) -> None:
     inner = frame
     while inner is not None:
         if inner.f_code.co_name == "gc_callback":
-            resend = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
-            resend.daemon = True
-            _RESENDS.append(resend)
-            resend.start()
+            _resend_ctrl_c()
             return
         inner = inner.f_back
     for resend in _RESENDS:  # this one is delivered: one Ctrl-C, one KeyboardInterrupt
