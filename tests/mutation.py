@@ -110,6 +110,7 @@ for _whole, _parts in {
     for _part in _parts:
         MAP[_part] = MAP[_whole] + (["tests/test_job.py", "tests/test_restore_watermarks.py"]
                                     if _whole == "impl/graph/job_runtime.py" else [])
+MAP["impl/state/keyed_state_backend.py"].append("tests/test_state_snapshot_copy.py")  # session 15
 
 # mutmut imports ``mutmut_config`` from its working directory; this one skips mutants outside the
 # sample named by $STREAMPROOF_MUTATION_SAMPLE (a JSON list of [line_number, index]).

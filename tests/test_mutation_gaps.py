@@ -1075,3 +1075,21 @@ def test_the_legacy_holder_forwards_completion_and_abort_and_reports_its_valve_p
     holder.notify_checkpoint_complete(1)
     holder.notify_checkpoint_aborted(2)
     assert coordinator.seen == [("complete", 1), ("aborted", 2)]
+
+
+# -- impl/state/keyed_state_backend.py (session 15, at be3758d) ---------------------------------------------------------
+
+def test_an_empty_value_state_reads_none_and_map_state_contains_only_its_keys():
+    """PyFlink's ``ValueState.value()`` is None until updated (no default given), and
+    ``MapState.contains`` is true exactly for the keys put. Kills impl/state/keyed_state_backend.py:23
+    (``ValueStateDescriptor.default = None`` -> ``""``) and :175 (``MapState.contains``) ``in`` ->
+    ``not in``."""
+    from streamproof.impl.state.keyed_state_backend import (
+        KeyedStateBackend, MapState, MapStateDescriptor, ValueState, ValueStateDescriptor)
+    context = KeyContext(MP)
+    backend = KeyedStateBackend(context, KeyGroupRange(0, MP - 1))
+    context.set_current_key("a")
+    value, mapping = ValueState(backend, ValueStateDescriptor("v")), MapState(backend, MapStateDescriptor("m"))
+    assert value.value() is None
+    mapping.put("x", 1)
+    assert mapping.contains("x") and not mapping.contains("y")

@@ -32,3 +32,17 @@ def test_copy_is_deepcopy(tables, share):
             if isinstance(value, (list, dict)):
                 assert got[name][key] is not value
                 assert got[name] is not table
+    assert not _mutables(got) & _mutables(tables)  # at no depth (mutation testing: a dict of lists)
+
+
+def _mutables(value, found=None) -> set:
+    """The ids of every list and dict in ``value``, at any depth."""
+    found = set() if found is None else found
+    if isinstance(value, (list, dict, tuple)):
+        if not isinstance(value, tuple):
+            found.add(id(value))
+        items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+        for k, v in items:
+            _mutables(k, found)
+            _mutables(v, found)
+    return found
