@@ -34,7 +34,7 @@ from streamproof.properties.certify_records import InputError
 from streamproof.properties.certify_report import (
     Certificate, _command, _replay_command, _source_info, _trace, _write_counterexample, check_out,
 )
-from streamproof.properties.explore import Interrupted, explore
+from streamproof.properties.explore import Exploration, Interrupted, explore
 from streamproof.properties.registry import Property
 from streamproof.properties.scenario import Scenario, ScenarioError, load_scenario
 from streamproof.properties.verdict import Verdict
@@ -52,6 +52,39 @@ def properties_for(subject: Subject) -> list[Property]:
                      check=(lambda p: lambda scenario: checks.check(p, _named(subject, scenario)))(prop),
                      strategy=scenarios, reachability=checks.COVERAGE)
             for prop in CHECKS]
+
+
+SPLIT_SEARCH_EXAMPLES = inputs.SPLIT_SEARCH_EXAMPLES
+
+
+def planned_property(subject: Subject, prop: Property) -> Property | None:
+    """The split search of ``prop`` (``certify.interruptible-timers`` on the user's records; None
+    otherwise): the same check on planned burst scenarios, each screening inputs of the user's
+    strategy with the operator alone for one whose split firing changes its output
+    (:func:`certify_input.user_scenarios` with ``planned``)."""
+    if prop.name != "certify.interruptible-timers" or subject.records is None:
+        return None
+    return dataclasses.replace(prop, summary=f"{prop.summary} (split search)",
+                               strategy=subject.planned_scenarios)
+
+
+def explore_certification(subject: Subject, prop: Property, examples: int, seed: int = 0, *,
+                          progress: Callable[[int, bool], None] | None = None, database=None,
+                          shrink="domain") -> tuple[Exploration, Exploration | None]:
+    """One certification property explored: first its split search (:func:`planned_property`,
+    :data:`SPLIT_SEARCH_EXAMPLES` scenarios from ``seed`` whatever ``examples``, so a refusal it
+    finds does not depend on the example count), then, if that held, ``examples`` random
+    scenarios. Returns ``(the verdict's exploration, the split search's or None)``; the split
+    search's failure is the verdict's exploration when it failed."""
+    planned = planned_property(subject, prop)
+    search = None
+    if planned is not None:
+        search = explore(planned, SPLIT_SEARCH_EXAMPLES, seed=seed, progress=progress, shrink=shrink,
+                         database=database, database_key=f"certify {subject.spec} {prop.name} split search")
+        if not search.holds:
+            return search, search
+    return explore(prop, examples, seed=seed, progress=progress, shrink=shrink, database=database,
+                   database_key=f"certify {subject.spec} {prop.name}"), search
 
 
 def _named(subject: Subject, scenario: Scenario) -> Scenario:
@@ -132,10 +165,12 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
     for prop in properties_for(subject):
         started = time.perf_counter()
         on_progress = None if progress is None else (lambda p: lambda n, shrinking: progress(p, n, shrinking))(prop.name)
+        search = None
         try:
-            e = _known_failure(prop, broken) or explore(prop, examples, seed=seed, progress=on_progress,
-                                                        shrink="domain", database=database,
-                                                        database_key=f"certify {subject.spec} {prop.name}")
+            e = _known_failure(prop, broken)
+            if e is None:
+                e, search = explore_certification(subject, prop, examples, seed, progress=on_progress,
+                                                  database=database)
         except Interrupted as stop:  # Ctrl-C: a counterexample already found is kept (not minimal)
             stop.property, stop.scenario_file = prop.name, None
             if stop.exploration.scenario is not None and out is not None:
@@ -148,27 +183,31 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
         for label in FINDINGS:
             found[label] += e.reach_examples.get(label, 0)  # scenarios, not events
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
+        reached = e.reach_examples
+        if search is not None and search is not e:  # the split search held too: what it reached counts
+            reached = {c: e.reach_examples.get(c, 0) + search.reach_examples.get(c, 0)
+                       for c in {**e.reach_examples, **search.reach_examples}}
         if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
             final = prop.check(e.scenario)
             if not final.holds and final.invariant == e.invariant:
                 e.message = f"{final.invariant}: {final.message}"
         verdict, message = e.verdict, e.message or None
-        unexercised = [c for c in checks.required(prop.name, e.reach_examples) if not e.reach_examples.get(c)]
+        unexercised = [c for c in checks.required(prop.name, reached) if not reached.get(c)]
         never_late = subject.records is not None and not subject.records.late
         if e.holds and unexercised == [checks.SPLIT_CASE] and never_late and \
-                e.reach_examples.get(checks.EVENT_TIMERS_MID_STREAM, 0) * 10 >= e.examples:
+                reached.get(checks.EVENT_TIMERS_MID_STREAM, 0) * 10 >= e.examples:
             # input that is never late (declared): no record of a key with a due timer came after
             # the watermark that made it due, though timers fired mid-stream in many scenarios
             unexercised = []
             message = (f"with input never behind its watermark (--no-late), no record of a key whose timer was due "
                        f"came after that watermark in {e.examples} scenarios (event-time timers fired mid-stream in "
-                       f"{e.reach_examples[checks.EVENT_TIMERS_MID_STREAM]}): split firings cannot change what this "
+                       f"{reached[checks.EVENT_TIMERS_MID_STREAM]}): split firings cannot change what this "
                        "operator sees")
         if e.holds and unexercised:
             verdict = "not exercised"
             message = (f"no scenario had a {' or a '.join(unexercised)}: this certificate would be vacuous; give "
                        + "; ".join(dict.fromkeys(_HINTS[u] for u in unexercised)))
-        elif e.holds and prop.name == "certify.interruptible-timers" and not message and not e.reach_examples.get(
+        elif e.holds and prop.name == "certify.interruptible-timers" and not message and not reached.get(
                 checks.EVENT_TIMERS_MID_STREAM):
             message = ("no event-time timer fired before end of input in any scenario: there was no firing to split "
                        "(FLIP-443 splits event-time firings only)")
@@ -183,6 +222,10 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                              "seconds": time.perf_counter() - started, "invariant": e.invariant,
                              "message": message, "scenario_file": path, "replay": replay, "trace": trace,
                              "coverage": coverage})
+        if search is not None:  # the split search's own scenarios (the verdict's when it refused)
+            cert.results[-1]["split_search"] = {
+                "examples": search.examples, "refused": not search.holds,
+                "coverage": {c: search.reach_examples.get(c, 0) for c in checks.COVERAGE}}
         if on_result is not None:
             on_result(cert.results[-1])
     for label, (finding, hint) in FINDINGS.items():
@@ -286,4 +329,5 @@ def replay(spec: str | Subject, path) -> list[Verdict]:
     return [prop.check(scenario) for prop in properties_for(subject)]
 
 
-__all__ = ["Certificate", "CertifyError", "Subject", "certify", "check_out", "load", "properties_for", "replay"]
+__all__ = ["Certificate", "CertifyError", "Subject", "certify", "check_out", "explore_certification", "load",
+           "properties_for", "replay"]

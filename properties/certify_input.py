@@ -83,7 +83,7 @@ def _params(draw, st, operator: str, sources: int, late: bool) -> dict:
     }
 
 
-def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
+def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, planned: bool = False):
     """Scenarios of the user's records, of two shapes (drawn half and half):
 
     - *spread*: 1-3 sources (each record to one at random), records out of order within a
@@ -93,6 +93,12 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
       (a ``--stream`` in its own order), no watermark until one or two late points, so that one
       watermark makes the timers of several keys due at once, and right after it the records of
       keys seen before it (keys whose timers it made due), then faults as above.
+
+    ``planned``: burst scenarios only, for the split search that runs whatever ``--examples``
+    (:func:`streamproof.properties.certify.explore_certification`): each screens up to
+    :data:`PLANNED_INPUTS` inputs (the later half drawn spread) with the operator-alone probes
+    and keeps the first whose split firing changes the operator's output; out-of-orderness 0 (the
+    probes' own), no faults (``certify.interruptible-timers`` runs failure-free).
     """
     from hypothesis import strategies as st
 
@@ -101,9 +107,12 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
 
     @st.composite
     def scenarios(draw) -> Scenario:
-        burst = draw(st.booleans(), label="burst shape")
+        burst = True if planned else draw(st.booleans(), label="burst shape")
         spread = False
-        if spec.whole:
+        pool = None
+        if planned:
+            drawn, pool, spread = _planned_input(draw, st, operator, spec, records)
+        elif spec.whole:
             # the burst shape wants several keys with due timers and their records after the
             # watermark: of STREAM_INPUTS inputs, the one where the operator's timers make that likeliest
             # (the last two spread over the range when the first two are narrower than the
@@ -131,15 +140,16 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
         # the burst shape wants a watermark close behind the records (timers due while records
         # of their keys are still on time): a small bound mostly
         bounds = [0, 0, span // 20] if burst else [0, span // 20, span // 5]
-        bound = draw(st.sampled_from(bounds), label="out-of-orderness")
+        bound = 0 if planned else draw(st.sampled_from(bounds), label="out-of-orderness")
         if burst:  # the bound may grow: a watermark at a due timer's time (:func:`_watermarks`)
             with _spread_draws(draw, longer=False) if spread else nullcontext():  # the pool drawn as the records were
-                sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records)
+                sources, (steps, bound) = 1, _burst(draw, st, operator, stamped, bound, spec, records, pool)
         else:
             layout = spec.source_layout
             sources = 1 if layout == "one" else draw(st.integers(1, 3), label="sources")
             steps = _spread(draw, st, stamped, bound, sources, span, layout)
-        steps += _faults(draw, st, len(steps))
+        if not planned:
+            steps += _faults(draw, st, len(steps))
         # the sources' watermark generators (bounded out-of-orderness) restart with them after a
         # restore and emit again from the replayed records (watermark steps are emission points)
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input", "watermark_bound": bound}
@@ -153,6 +163,40 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN):
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
+
+
+SPLIT_SEARCH_EXAMPLES = 20  # planned burst scenarios of certify.interruptible-timers, whatever --examples
+PLANNED_INPUTS = 16  # a planned scenario: inputs screened for a split that changes the output (every other spread)
+PLANNED_SHARE = 0.4  # ... while they take less than this share of the most Hypothesis draws for one example
+
+
+def _planned_input(draw, st, operator: str, spec: RecordSpec, records) -> tuple[list, list | None, bool]:
+    """A planned burst's input: up to :data:`PLANNED_INPUTS` inputs of the user's strategy (fewer
+    when they fill :data:`PLANNED_SHARE` of an example's draws), every other one spread
+    (:func:`_spread_draws`), screened in turn with the operator alone (:func:`_burst_plan`,
+    out-of-orderness 0); the first where splitting the burst's firing changes the output is kept,
+    else the best scored. Returns ``(records, pool, spread)``: the pool
+    of later records (``--records``; None for a ``--stream``) and whether they were drawn spread."""
+    best = None
+    data = draw.__self__  # the ConjectureData drawn from: its size is bounded (an overrun is an invalid example)
+    for index in range(PLANNED_INPUTS):
+        if best is not None and data.length > data.max_length * PLANNED_SHARE:
+            break  # large records: fewer inputs screened, room left for the rest of the scenario
+        spread = index % 2 == 1  # every other input spread
+        with _spread_draws(draw, longer=spec.whole) if spread else nullcontext():
+            if spec.whole:
+                drawn, pool = _whole_input(draw, records, spec), None
+            else:
+                drawn = draw(st.lists(records, min_size=12, max_size=30), label="records")
+                pool = draw(st.lists(records, min_size=POOL[0], max_size=POOL[1]), label="records after it")
+        stamped = [(r, *_key_and_time(spec, r)) for r in drawn]
+        pooled = [] if pool is None else [(r, *_key_and_time(spec, r)) for r in pool]
+        hit, score = _burst_plan(operator, stamped, 0, spec.whole, pooled)[:2]
+        if hit:
+            return drawn, pool, spread
+        if best is None or (score, len(drawn)) > best[0]:
+            best = ((score, len(drawn)), (drawn, pool, spread))
+    return best[1]
 
 
 SPREAD_BUCKETS = 16  # a wide integer drawn spread: first one of this many equal parts of its range
@@ -261,7 +305,8 @@ def _spread(draw, st, stamped: list, bound: int, sources: int, span: int, layout
     return steps
 
 
-def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec, records) -> list:
+def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec, records,
+           pool: list | None = None) -> list:
     """One source; the records in timestamp order (a ``--stream``: each key's records in their
     order, first every key's first record, then the seconds, ...) up to a burst
     point, then one watermark that makes several event-time timers due at once, then first the
@@ -274,10 +319,12 @@ def _burst(draw, st, operator: str, stamped: list, bound: int, spec: RecordSpec,
     in_order = spec.whole
     if in_order and spec.source_layout == "one":
         return _burst_in_order(draw, st, operator, list(stamped), bound)
-    pool: list = []
     if not in_order:  # a pool of the user's records to bring in after the watermark: those of due keys
-        pool = [(r, *_key_and_time(spec, r)) for r in draw(st.lists(records, min_size=POOL[0], max_size=POOL[1]),
-                                                            label="records after it")]
+        if pool is None:
+            pool = draw(st.lists(records, min_size=POOL[0], max_size=POOL[1]), label="records after it")
+        pool = [(r, *_key_and_time(spec, r)) for r in pool]
+    else:
+        pool = []
     _, _, ordered, pending, choices, pool = _burst_plan(operator, stamped, bound, in_order, pool)
     n = len(ordered)
     first = None

@@ -69,6 +69,12 @@ class Subject:
             return inputs.user_scenarios(self.name, self.records, self.span)
         return inputs.builtin_scenarios(self.name, self.span)
 
+    def planned_scenarios(self):
+        """The split search's burst scenarios (the user's records only; None for the built-in ones)."""
+        if self.records is None:
+            return None
+        return inputs.user_scenarios(self.name, self.records, self.span, planned=True)
+
 
 def _split(spec: str) -> tuple[str, str]:
     module_name, sep, name = spec.partition(":")

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from streamproof.properties import certify as cert
-from streamproof.properties.explore import explore
 
 CORPUS = Path(__file__).resolve().parent / "corpus.json"
 
@@ -45,7 +44,7 @@ def main(argv: list[str]) -> int:
             expect = "refused" if prop.name in refused_by else "held"
             got = []
             for seed in seeds:
-                found = explore(prop, examples, seed=seed, shrink=False)
+                found, _ = cert.explore_certification(subject, prop, examples, seed=seed, shrink=False)
                 got.append("held" if found.holds else f"refused@{found.examples}")
             ok = all(g.split("@")[0] == expect for g in got)
             bad += not ok
