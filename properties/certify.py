@@ -54,33 +54,37 @@ def properties_for(subject: Subject) -> list[Property]:
             for prop in CHECKS]
 
 
-SPLIT_SEARCH_EXAMPLES = inputs.SPLIT_SEARCH_EXAMPLES
+SEARCH_EXAMPLES = inputs.SEARCH_EXAMPLES
+# per property, its planned search run before the random examples: (kind, name)
+SEARCHES = {"certify.interruptible-timers": ("split", "split search"),
+            "certify.same-output": ("restore", "restore search")}
 
 
 def planned_property(subject: Subject, prop: Property) -> Property | None:
-    """The split search of ``prop`` (``certify.interruptible-timers`` on the user's records; None
-    otherwise): the same check on planned burst scenarios, each screening inputs of the user's
-    strategy with the operator alone for one whose split firing changes its output
+    """The planned search of ``prop`` (:data:`SEARCHES`; on the user's records only, else None):
+    the same check on planned burst scenarios, each screening inputs of the user's strategy with
+    the operator alone for one whose split firing changes its output
     (:func:`certify_input.user_scenarios` with ``planned``)."""
-    if prop.name != "certify.interruptible-timers" or subject.records is None:
+    if prop.name not in SEARCHES or subject.records is None:
         return None
-    return dataclasses.replace(prop, summary=f"{prop.summary} (split search)",
-                               strategy=subject.planned_scenarios)
+    kind, name = SEARCHES[prop.name]
+    return dataclasses.replace(prop, summary=f"{prop.summary} ({name})",
+                               strategy=lambda: subject.planned_scenarios(kind))
 
 
 def explore_certification(subject: Subject, prop: Property, examples: int, seed: int = 0, *,
                           progress: Callable[[int, bool], None] | None = None, database=None,
                           shrink="domain") -> tuple[Exploration, Exploration | None]:
-    """One certification property explored: first its split search (:func:`planned_property`,
-    :data:`SPLIT_SEARCH_EXAMPLES` scenarios from ``seed`` whatever ``examples``, so a refusal it
-    finds does not depend on the example count), then, if that held, ``examples`` random
-    scenarios. Returns ``(the verdict's exploration, the split search's or None)``; the split
-    search's failure is the verdict's exploration when it failed."""
+    """One certification property explored: first its planned search (:func:`planned_property`,
+    :data:`SEARCH_EXAMPLES` scenarios from ``seed`` whatever ``examples``, so a refusal it finds
+    does not depend on the example count), then, if that held, ``examples`` random scenarios.
+    Returns ``(the verdict's exploration, the search's or None)``; the search's is the verdict's
+    when it failed."""
     planned = planned_property(subject, prop)
     search = None
     if planned is not None:
-        search = explore(planned, SPLIT_SEARCH_EXAMPLES, seed=seed, progress=progress, shrink=shrink,
-                         database=database, database_key=f"certify {subject.spec} {prop.name} split search")
+        search = explore(planned, SEARCH_EXAMPLES, seed=seed, progress=progress, shrink=shrink, database=database,
+                         database_key=f"certify {subject.spec} {prop.name} {SEARCHES[prop.name][1]}")
         if not search.holds:
             return search, search
     return explore(prop, examples, seed=seed, progress=progress, shrink=shrink, database=database,
@@ -184,7 +188,7 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
             found[label] += e.reach_examples.get(label, 0)  # scenarios, not events
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
         reached = e.reach_examples
-        if search is not None and search is not e:  # the split search held too: what it reached counts
+        if search is not None and search is not e:  # the planned search held too: what it reached counts
             reached = {c: e.reach_examples.get(c, 0) + search.reach_examples.get(c, 0)
                        for c in {**e.reach_examples, **search.reach_examples}}
         if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
@@ -222,9 +226,9 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                              "seconds": time.perf_counter() - started, "invariant": e.invariant,
                              "message": message, "scenario_file": path, "replay": replay, "trace": trace,
                              "coverage": coverage})
-        if search is not None:  # the split search's own scenarios (the verdict's when it refused)
-            cert.results[-1]["split_search"] = {
-                "examples": search.examples, "refused": not search.holds,
+        if search is not None:  # the planned search's own scenarios (the verdict's when it refused)
+            cert.results[-1]["search"] = {
+                "name": SEARCHES[prop.name][1], "examples": search.examples, "refused": not search.holds,
                 "coverage": {c: search.reach_examples.get(c, 0) for c in checks.COVERAGE}}
         if on_result is not None:
             on_result(cert.results[-1])

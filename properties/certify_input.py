@@ -83,7 +83,7 @@ def _params(draw, st, operator: str, sources: int, late: bool) -> dict:
     }
 
 
-def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, planned: bool = False):
+def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, planned: str | None = None):
     """Scenarios of the user's records, of two shapes (drawn half and half):
 
     - *spread*: 1-3 sources (each record to one at random), records out of order within a
@@ -94,11 +94,14 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
       watermark makes the timers of several keys due at once, and right after it the records of
       keys seen before it (keys whose timers it made due), then faults as above.
 
-    ``planned``: burst scenarios only, for the split search that runs whatever ``--examples``
-    (:func:`streamproof.properties.certify.explore_certification`): each screens up to
-    :data:`PLANNED_INPUTS` inputs (the later half drawn spread) with the operator-alone probes
-    and keeps the first whose split firing changes the operator's output; out-of-orderness 0 (the
-    probes' own), no faults (``certify.interruptible-timers`` runs failure-free).
+    ``planned`` (``"split"`` or ``"restore"``): burst scenarios only, for the searches that run
+    whatever ``--examples`` (:func:`streamproof.properties.certify.explore_certification`): each
+    screens up to :data:`PLANNED_INPUTS` inputs with the operator-alone probes and keeps the first
+    whose split firing changes the operator's output (:func:`_planned_input`); out-of-orderness 0
+    (the probes' own). ``"split"`` has no faults (``certify.interruptible-timers`` runs
+    failure-free); ``"restore"`` one failure at a step while the records after the watermark run,
+    checkpoints every 2-4 steps (a restore whose replayed records meet a reset watermark, the
+    shape ``certify.same-output`` refuses operators that read ``current_watermark()`` for).
     """
     from hypothesis import strategies as st
 
@@ -150,6 +153,10 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
             steps = _spread(draw, st, stamped, bound, sources, span, layout)
         if not planned:
             steps += _faults(draw, st, len(steps))
+        elif planned == "restore":  # one failure while the records after the watermark run
+            watermark_at = next(i for i, step in enumerate(steps) if isinstance(step, SourceWatermark))
+            steps.append(Fail(draw(st.integers(STEPS_PER_ELEMENT * watermark_at, STEPS_PER_ELEMENT * len(steps) + 10),
+                                   label="failure after the watermark"), None, None))
         # the sources' watermark generators (bounded out-of-orderness) restart with them after a
         # restore and emit again from the replayed records (watermark steps are emission points)
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input", "watermark_bound": bound}
@@ -160,12 +167,16 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
             steps = _on_time(steps, bound)
         if burst:
             params["parallelism"] = 1  # the keys of the burst in one subtask (the split is per subtask)
+        if planned == "restore":  # checkpoints every few records: one lands between any two firings
+            params["checkpoint_interval"] = draw(st.integers(2, RESTORE_INTERVAL), label="checkpoint interval")
         return Scenario(family="job", steps=tuple(steps), params=params)
 
     return scenarios()
 
 
-SPLIT_SEARCH_EXAMPLES = 20  # planned burst scenarios of certify.interruptible-timers, whatever --examples
+SEARCH_EXAMPLES = 20  # planned burst scenarios of a planned search, whatever --examples
+STEPS_PER_ELEMENT = 4  # simulation steps per input element, about (where a failure lands)
+RESTORE_INTERVAL = 4  # a restore search's checkpoints: every 2 to this many steps
 PLANNED_INPUTS = 16  # a planned scenario: inputs screened for a split that changes the output (every other spread)
 PLANNED_SHARE = 0.4  # ... while they take less than this share of the most Hypothesis draws for one example
 

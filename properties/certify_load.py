@@ -69,11 +69,11 @@ class Subject:
             return inputs.user_scenarios(self.name, self.records, self.span)
         return inputs.builtin_scenarios(self.name, self.span)
 
-    def planned_scenarios(self):
-        """The split search's burst scenarios (the user's records only; None for the built-in ones)."""
+    def planned_scenarios(self, search: str):
+        """The burst scenarios of a planned search (``"split"``, ``"restore"``; the user's records only)."""
         if self.records is None:
-            return None
-        return inputs.user_scenarios(self.name, self.records, self.span, planned=True)
+            raise ValueError(f"{self.spec}: planned searches draw the user's records; it has none")
+        return inputs.user_scenarios(self.name, self.records, self.span, planned=search)
 
 
 def _split(spec: str) -> tuple[str, str]:

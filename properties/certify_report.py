@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamproof.properties import certify_checks as checks
-from streamproof.properties.certify_input import PLANNED_INPUTS, SPLIT_SEARCH_EXAMPLES
+from streamproof.properties.certify_input import PLANNED_INPUTS, SEARCH_EXAMPLES
 from streamproof.properties import certify_runs
 from streamproof.properties import html_pages
 from streamproof.properties.certify_load import CertifyError, Subject, _one_line
@@ -44,10 +44,10 @@ def check_out(out: str | os.PathLike) -> Path:
 
 
 # -- the certificate -----------------------------------------------------------------------
-SPLIT_SEARCH_NOTE = (
-    f"{SPLIT_SEARCH_EXAMPLES} burst scenarios whatever the examples asked for, each screening up to {PLANNED_INPUTS} "
-    "inputs of the operator's own records for one where a split firing changes what the operator alone outputs; "
-    "the examples asked for run after it when it held.")
+SEARCH_NOTE = (
+    f"{SEARCH_EXAMPLES} burst scenarios whatever the examples asked for, each screening up to {PLANNED_INPUTS} inputs "
+    "of the operator's own records with the operator alone (the split search: firings split; the restore search: a "
+    "failure while the records after a watermark run); the examples asked for run after it when it held.")
 
 
 @dataclass
@@ -87,8 +87,8 @@ class Certificate:
                  "exactly-once promise (the committed output equals a failure-free run's).", "",
                  f"*examples* is the number of job scenarios each property ran: the {self.examples} asked for when it "
                  "held; when it failed, those up to and including the first failing one (the re-runs that minimised "
-                 "the counterexample are not counted). `certify.interruptible-timers` first runs its split search: "
-                 f"{SPLIT_SEARCH_NOTE}", "",
+                 "the counterexample are not counted). On your records `certify.interruptible-timers` and "
+                 f"`certify.same-output` first run a planned search: {SEARCH_NOTE}", "",
                  f"- command: `{self.command}`",
                  f"- source: `{self.source.get('file')}` sha256 `{self.source.get('sha256')}`"
                  + (f", git commit `{self.source['git_commit']}`" if self.source.get("git_commit") else ""),
@@ -96,9 +96,10 @@ class Certificate:
                  "- versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items()), "",
                  "| property | verdict | examples | seconds | invariant | counterexample |", "|---|---|---|---|---|---|"]
         for r in self.results:
-            search = r.get("split_search")
+            search = r.get("search")
             examples = r["examples"] if search is None else (
-                f"{r['examples']} (split search)" if search["refused"] else f"{r['examples']} + {search['examples']} split search")
+                f"{r['examples']} ({search['name']})" if search["refused"]
+                else f"{r['examples']} + {search['examples']} {search['name']}")
             lines.append(f"| `{r['property']}` | {r['verdict']} | {examples} | {r['seconds']:.1f} | "
                          f"{r['invariant'] or ''} | {r['scenario_file'] or ''} |")
         lines += ["", "## Coverage (of each property's examples, how many exercised each case)", "",

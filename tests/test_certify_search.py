@@ -153,7 +153,7 @@ def test_interruptible_timer_refusals_do_not_depend_on_the_seed(entry, monkeypat
 
 @pytest.mark.parametrize("entry", SPLIT_REFUSED, ids=lambda e: e["file"][:-3])
 def test_split_search_refusals_do_not_depend_on_the_example_count(entry, monkeypatch):
-    """The split search runs SPLIT_SEARCH_EXAMPLES planned scenarios whatever ``--examples``: each
+    """The split search runs SEARCH_EXAMPLES planned scenarios whatever ``--examples``: each
     interruptible-timers refusal of the corpus is its refusal, at the same example, with 1 or 60
     random examples asked for (count_news_clicks was certified at 10, 20 and 60 before it)."""
     monkeypatch.chdir(REPO)
@@ -163,7 +163,7 @@ def test_split_search_refusals_do_not_depend_on_the_example_count(entry, monkeyp
     for verdict, search in found:
         assert search is not None and verdict is search and not verdict.holds, verdict
         assert verdict.invariant == "same-output-with-split-firings"
-    assert found[0][0].examples == found[1][0].examples <= cert.SPLIT_SEARCH_EXAMPLES
+    assert found[0][0].examples == found[1][0].examples <= cert.SEARCH_EXAMPLES
 
 
 def test_split_search_is_what_refuses_count_news_clicks_at_few_examples(monkeypatch):
@@ -175,12 +175,12 @@ def test_split_search_is_what_refuses_count_news_clicks_at_few_examples(monkeypa
     subject = cert.load(entry["operator"], stream=entry["stream"])
     refused = cert.certify(subject, 10, 0, None)
     row = next(r for r in refused.results if r["property"] == "certify.interruptible-timers")
-    assert row["verdict"] == "failed" and row["split_search"]["refused"], row
-    assert row["examples"] == row["split_search"]["examples"] <= cert.SPLIT_SEARCH_EXAMPLES
+    assert row["verdict"] == "failed" and row["search"]["refused"], row
+    assert row["examples"] == row["search"]["examples"] <= cert.SEARCH_EXAMPLES
     monkeypatch.setattr(cert, "planned_property", lambda subject, prop: None)
     without = cert.certify(subject, 10, 0, None)
     row = next(r for r in without.results if r["property"] == "certify.interruptible-timers")
-    assert row["verdict"] == "held" and "split_search" not in row, row
+    assert row["verdict"] == "held" and "search" not in row, row
 
 
 def test_split_search_reaches_the_split_case_on_a_safe_operator(monkeypatch):
@@ -192,5 +192,49 @@ def test_split_search_reaches_the_split_case_on_a_safe_operator(monkeypatch):
     prop = next(p for p in cert.properties_for(subject) if p.name == "certify.interruptible-timers")
     verdict, search = cert.explore_certification(subject, prop, 5, seed=0, shrink=False)
     assert verdict.holds and search.holds and verdict is not search
-    assert search.examples == cert.SPLIT_SEARCH_EXAMPLES and verdict.examples == 5
+    assert search.examples == cert.SEARCH_EXAMPLES and verdict.examples == 5
     assert search.reach_examples.get("record of a due key inside a split firing", 0) * 2 > search.examples, search.reach_examples
+
+
+RESTORE_REFUSED = [e for e in CORPUS if "certify.same-output" in ([e["refused_by"]] if isinstance(e.get("refused_by"), str)
+                                                                 else e.get("refused_by") or [])]
+
+
+@pytest.mark.parametrize("entry", RESTORE_REFUSED, ids=lambda e: e["file"][:-3])
+def test_restore_search_refusals_do_not_depend_on_the_example_count(entry, monkeypatch):
+    """The restore search (a failure while the records after the burst's watermark run) refuses
+    the corpus's same-output refusals with 1 or 60 random examples asked for, at the same example
+    (sensor_aggregation_processing held at seed 0 with 10, 40 and 60 random examples before it)."""
+    monkeypatch.chdir(REPO)
+    subject = cert.load(entry["operator"], stream=entry["stream"]) if entry.get("stream") else cert.load(entry["operator"])
+    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.same-output")
+    found = [cert.explore_certification(subject, prop, examples, seed=0, shrink=False) for examples in (1, 60)]
+    for verdict, search in found:
+        assert search is not None and verdict is search and not verdict.holds, verdict
+        assert verdict.invariant == "same-output-as-a-failure-free-run"
+    assert found[0][0].examples == found[1][0].examples <= cert.SEARCH_EXAMPLES
+
+
+def test_restore_search_scenarios_fail_after_the_watermark():
+    """Each restore-search scenario: the burst's one watermark, checkpoints every 2-4 steps, and
+    one failure at a step no earlier than the watermark's element (about four steps each)."""
+    from hypothesis import given, settings, HealthCheck
+
+    from streamproof.properties.job.steps import Fail, SourceWatermark
+
+    subject = cert.load(REAL + "payment_watermark_timer_function:MyProcessFunction")
+    seen = []
+
+    @settings(max_examples=15, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(subject.planned_scenarios("restore"))
+    def check(scenario):
+        marks = [i for i, s in enumerate(scenario.steps) if isinstance(s, SourceWatermark)]
+        fails = [s for s in scenario.steps if isinstance(s, Fail)]
+        assert len(marks) == 1 and len(fails) == 1 and fails[0].checkpoints is None
+        assert fails[0].at >= ci.STEPS_PER_ELEMENT * marks[0]
+        assert 2 <= scenario.params["checkpoint_interval"] <= ci.RESTORE_INTERVAL
+        assert scenario.params["parallelism"] == 1 and scenario.params["sources"] == 1
+        seen.append(scenario)
+
+    check()
+    assert len(seen) >= 10

@@ -276,10 +276,10 @@ class _Run:
         self.results.append(r)
         self.current = None
         line = f"{r['property']:30} {r['verdict']:13} {r['examples']:6} examples  {r['seconds']:6.1f} s"
-        search = r.get("split_search")
-        if search is not None:  # certify.interruptible-timers: its split search ran first
-            line += (f"  refused by the split search at its example {search['examples']}" if search["refused"]
-                     else f"  after {search['examples']} split-search scenarios")
+        search = r.get("search")
+        if search is not None:  # its planned search ran first
+            line += (f"  refused by the {search['name']} at its example {search['examples']}" if search["refused"]
+                     else f"  after {search['examples']} {search['name']} scenarios")
         if r["verdict"] != "held":
             line += f"  {r['message']}" + (f"  scenario: {r['scenario_file']}" if r["scenario_file"] else "")
         if self.status is None:
