@@ -56,8 +56,12 @@ def properties_for(subject: Subject) -> list[Property]:
 
 SEARCH_EXAMPLES = inputs.SEARCH_EXAMPLES
 # per property, its planned search run before the random examples: (kind, name)
+# (watermarks and end of input are checked on the restore search's scenarios: the same draws, runs
+# cached, so they reach a mid-stream timer and a restore whatever the example count)
 SEARCHES = {"certify.interruptible-timers": ("split", "split search"),
-            "certify.same-output": ("restore", "restore search")}
+            "certify.same-output": ("restore", "restore search"),
+            "certify.watermarks": ("restore", "restore search"),
+            "certify.end-of-input": ("restore", "restore search")}
 
 
 def planned_property(subject: Subject, prop: Property) -> Property | None:

@@ -5,6 +5,7 @@ semantics; what is refused; the per-callback limits of user code."""
 from __future__ import annotations
 
 import subprocess
+import select
 import sys
 import time
 
@@ -502,6 +503,40 @@ def test_an_infinite_loop_is_interrupted(cls):
         feed(op, "k", 1, 0)
     assert one_line(info.value) == f"{cls.__name__}.process_element ran longer than 0.5 s for one element"
     assert time.monotonic() - started < 5
+
+
+class Paused(KeyedProcessFunction):
+    """A callback the machine pauses: past its time limit in wall-clock time, with no CPU used
+    (a busy machine, a garbage collection); select is not the job's clock, so it really waits."""
+
+    def process_element(self, value, ctx):
+        select.select([], [], [], 0.6)
+        yield value
+
+
+class Blocked(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        select.select([], [], [], 60)
+
+
+def test_a_paused_callback_is_not_stopped():
+    """Three times its limit in wall-clock time, but no CPU time: a loaded machine pausing a callback
+    must not turn a verdict into CallbackLimitExceeded (seen: a 5 s limit fired during a collection
+    while the suite and a seed matrix shared the two cores)."""
+    op, out, _ = make(Paused(), max_seconds_per_callback=0.2)
+    feed(op, "k", 1, 0)
+    assert out == [(1, 0)]
+
+
+def test_a_blocked_callback_is_stopped_after_blocked_factor_times_its_limit():
+    from streamproof.impl.operators.user_code import BLOCKED_FACTOR
+
+    op, _, _ = make(Blocked(), max_seconds_per_callback=0.1)
+    started = time.monotonic()
+    with pytest.raises(CallbackLimitExceeded) as info:
+        feed(op, "k", 1, 0)
+    assert one_line(info.value) == "Blocked.process_element ran longer than 0.1 s for one element"
+    assert time.monotonic() - started >= BLOCKED_FACTOR * 0.1 * 0.9
 
 
 def test_sys_exit_is_a_user_code_error():

@@ -333,7 +333,8 @@ class KeyedProcessOperator:
     def _check_time(self) -> None:
         """The time limit where the alarm cannot run (another thread, someone else's alarm)."""
         limit = self.max_seconds_per_callback
-        if limit is not None and self._callback is not None and time.perf_counter() - self._started > limit:
+        if limit is not None and self._callback is not None and time.perf_counter() - self._started > limit \
+                and not _Watchdog.wait_before_stopping(self, time.perf_counter()):
             raise self._limit_error("ran longer than", f"{limit:g} s")
 
     def _guarded(self, callback: str, method, *args):

@@ -28,6 +28,9 @@ class _CallbackAbort(BaseException):
     BaseException, so ``except Exception`` cannot; the operator turns it back into one."""
 
 
+BLOCKED_FACTOR = 12  # a callback that uses no CPU (sleep, I/O) is stopped after this many times its limit
+
+
 class _Watchdog:
     """The time limit of callbacks that loop without ever calling back into the runtime: one
     SIGALRM interval timer for the process, armed lazily in the main thread and only when nobody
@@ -71,6 +74,30 @@ class _Watchdog:
             signal.signal(cls.signum, cls.previous if cls.previous is not None else signal.SIG_DFL)
         cls.installed, cls.fire_at, cls.previous = False, 0.0, None
 
+    marked_for = None  # (operator, callback start) whose CPU time is measured since cpu_mark
+    cpu_mark = 0.0
+
+    @classmethod
+    def wait_before_stopping(cls, operator, now: float) -> float:
+        """Seconds to look again before ``operator``'s running callback counts as over its limit
+        ``L``; 0.0 once it is. Past ``L`` seconds of wall-clock time the callback must also use ``L``
+        seconds of this process's CPU time from then on (a loop burns CPU; a busy machine or a
+        garbage collection only pauses a callback, and must not change a verdict), or still run
+        after :data:`BLOCKED_FACTOR` times ``L`` (a callback blocked in a sleep or I/O)."""
+        limit = operator.max_seconds_per_callback
+        wall_left = operator._started + limit - now
+        if wall_left > 0:
+            return wall_left
+        blocked_left = operator._started + BLOCKED_FACTOR * limit - now
+        if blocked_left <= 0:
+            return 0.0
+        key = (operator, operator._started)
+        if cls.marked_for != key:
+            cls.marked_for, cls.cpu_mark = key, time.process_time()
+            return min(limit, blocked_left)
+        cpu_left = cls.cpu_mark + limit - time.process_time()
+        return 0.0 if cpu_left <= 0 else min(max(cpu_left, 0.01), blocked_left)
+
     @classmethod
     def fire(cls, signum, frame) -> None:
         cls.fire_at = 0.0
@@ -79,7 +106,7 @@ class _Watchdog:
             cls.release()  # armed for a callback that has ended, or one without a time limit
             return
         now = time.perf_counter()
-        left = operator._started + operator.max_seconds_per_callback - now
+        left = cls.wait_before_stopping(operator, now)
         if left > 0:
             cls.arm(left, now)
             return
