@@ -46,8 +46,9 @@ def check_out(out: str | os.PathLike) -> Path:
 # -- the certificate -----------------------------------------------------------------------
 SEARCH_NOTE = (
     f"{SEARCH_EXAMPLES} burst scenarios whatever the examples asked for, each screening up to {PLANNED_INPUTS} inputs "
-    "of the operator's own records with the operator alone (the split search: firings split; the restore search: a "
-    "failure while the records after a watermark run); the examples asked for run after it when it held.")
+    "of the operator's own records with the operator alone (the split search of certify.interruptible-timers: "
+    "firings split; the restore search of the others: a failure while the records after a watermark run); the "
+    "examples asked for run after it when it held.")
 
 
 @dataclass
@@ -87,8 +88,8 @@ class Certificate:
                  "exactly-once promise (the committed output equals a failure-free run's).", "",
                  f"*examples* is the number of job scenarios each property ran: the {self.examples} asked for when it "
                  "held; when it failed, those up to and including the first failing one (the re-runs that minimised "
-                 "the counterexample are not counted). On your records `certify.interruptible-timers` and "
-                 f"`certify.same-output` first run a planned search: {SEARCH_NOTE}", "",
+                 "the counterexample are not counted). On your records each property first runs a planned search: "
+                 f"{SEARCH_NOTE}", "",
                  f"- command: `{self.command}`",
                  f"- source: `{self.source.get('file')}` sha256 `{self.source.get('sha256')}`"
                  + (f", git commit `{self.source['git_commit']}`" if self.source.get("git_commit") else ""),
