@@ -77,6 +77,7 @@ MAP = {
                           "tests/test_mutation_gaps.py"],
     "impl/tasks/operator_chain.py": ["tests/test_graph_ported.py", "tests/test_conformance_broadcast.py", "tests/test_broadcast.py",
                       "tests/test_graph.py", "tests/test_mutation_gaps.py"],
+    "impl/operators/user_code.py": ["tests/test_flink_api.py"],
     "impl/operators/keyed_process_operator.py": ["tests/test_task.py", "tests/test_windows.py", "tests/test_graph_ported.py",
                           "tests/test_tie_order.py", "tests/test_restore_watermarks.py", "tests/test_two_inputs.py",
                           "tests/test_one_operator_job.py", "tests/test_termination.py", "tests/test_user_clock.py",
