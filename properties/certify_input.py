@@ -98,7 +98,8 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
     whatever ``--examples`` (:func:`streamproof.properties.certify.explore_certification`): each
     screens up to :data:`PLANNED_INPUTS` inputs with the operator-alone probes and keeps the first
     whose split firing changes the operator's output (:func:`_planned_input`); out-of-orderness 0
-    (the probes' own). ``"split"`` has no faults (``certify.interruptible-timers`` runs
+    (the probes' own), and after the records processing time jumps far ahead (processing-time
+    timers fire before end of input). ``"split"`` has no faults (``certify.interruptible-timers`` runs
     failure-free); ``"restore"`` one failure at a step while the records after the watermark run,
     checkpoints every 2-4 steps (a restore whose replayed records meet a reset watermark, the
     shape ``certify.same-output`` refuses operators that read ``current_watermark()`` for).
@@ -153,10 +154,16 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
             steps = _spread(draw, st, stamped, bound, sources, span, layout)
         if not planned:
             steps += _faults(draw, st, len(steps))
-        elif planned == "restore":  # one failure while the records after the watermark run
-            watermark_at = next(i for i, step in enumerate(steps) if isinstance(step, SourceWatermark))
-            steps.append(Fail(draw(st.integers(STEPS_PER_ELEMENT * watermark_at, STEPS_PER_ELEMENT * len(steps) + 10),
-                                   label="failure after the watermark"), None, None))
+        else:
+            failure = None
+            if planned == "restore":  # one failure while the records after the watermark run
+                watermark_at = next(i for i, step in enumerate(steps) if isinstance(step, SourceWatermark))
+                failure = Fail(draw(st.integers(STEPS_PER_ELEMENT * watermark_at, STEPS_PER_ELEMENT * len(steps)),
+                                    label="failure after the watermark"), None, None)
+            # a long while later in processing time: processing-time timers come due before end of input
+            steps.append(ProcessingTime(0, PLANNED_PAUSE_FACTOR * max(span, constant)))
+            if failure is not None:
+                steps.append(failure)
         # the sources' watermark generators (bounded out-of-orderness) restart with them after a
         # restore and emit again from the replayed records (watermark steps are emission points)
         params = {**_params(draw, st, operator, sources, True), "processing_time": "input", "watermark_bound": bound}
@@ -175,7 +182,8 @@ def user_scenarios(operator: str, spec: RecordSpec, span: int = DEFAULT_SPAN, pl
 
 
 SEARCH_EXAMPLES = 20  # planned burst scenarios of a planned search, whatever --examples
-STEPS_PER_ELEMENT = 4  # simulation steps per input element, about (where a failure lands)
+PLANNED_PAUSE_FACTOR = 10  # a planned scenario ends with processing time this many times its time range later
+STEPS_PER_ELEMENT = 2  # simulation steps per input element of a one-source job, about (where a failure lands)
 RESTORE_INTERVAL = 4  # a restore search's checkpoints: every 2 to this many steps
 PLANNED_INPUTS = 16  # a planned scenario: inputs screened for a split that changes the output (every other spread)
 PLANNED_SHARE = 0.4  # ... while they take less than this share of the most Hypothesis draws for one example
