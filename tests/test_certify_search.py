@@ -151,18 +151,27 @@ def test_interruptible_timer_refusals_do_not_depend_on_the_seed(entry, monkeypat
     assert all(not x.holds for x in found.values()), {s: x.examples for s, x in found.items() if x.holds}
 
 
-@pytest.mark.parametrize("entry", SPLIT_REFUSED, ids=lambda e: e["file"][:-3])
-def test_split_search_refusals_do_not_depend_on_the_example_count(entry, monkeypatch):
-    """The split search runs SEARCH_EXAMPLES planned scenarios whatever ``--examples``: each
-    interruptible-timers refusal of the corpus is its refusal, at the same example, with 1 or 60
-    random examples asked for (count_news_clicks was certified at 10, 20 and 60 before it)."""
+RESTORE_REFUSED = [e for e in CORPUS if "certify.same-output" in ([e["refused_by"]] if isinstance(e.get("refused_by"), str)
+                                                                 else e.get("refused_by") or [])]
+SEARCH_REFUSALS = [(e, "certify.interruptible-timers", "same-output-with-split-firings") for e in SPLIT_REFUSED] + \
+                  [(e, "certify.same-output", "same-output-as-a-failure-free-run") for e in RESTORE_REFUSED]
+
+
+@pytest.mark.parametrize("entry, prop_name, invariant", SEARCH_REFUSALS,
+                         ids=[f"{e['file'][:-3]}-{p.split('.')[1]}" for e, p, _ in SEARCH_REFUSALS])
+def test_planned_search_refusals_do_not_depend_on_the_example_count(entry, prop_name, invariant, monkeypatch):
+    """The planned searches run SEARCH_EXAMPLES scenarios whatever ``--examples``: each
+    interruptible-timers refusal of the corpus is the split search's, each same-output refusal the
+    restore search's, at the same example with 1 or 60 random examples asked for (before them,
+    count_news_clicks was certified at 10, 20 and 60 examples, sensor_aggregation_processing's
+    same-output held at 10, 40 and 60)."""
     monkeypatch.chdir(REPO)
     subject = cert.load(entry["operator"], stream=entry["stream"]) if entry.get("stream") else cert.load(entry["operator"])
-    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.interruptible-timers")
+    prop = next(p for p in cert.properties_for(subject) if p.name == prop_name)
     found = [cert.explore_certification(subject, prop, examples, seed=0, shrink=False) for examples in (1, 60)]
     for verdict, search in found:
         assert search is not None and verdict is search and not verdict.holds, verdict
-        assert verdict.invariant == "same-output-with-split-firings"
+        assert verdict.invariant == invariant
     assert found[0][0].examples == found[1][0].examples <= cert.SEARCH_EXAMPLES
 
 
@@ -195,24 +204,6 @@ def test_split_search_reaches_the_split_case_on_a_safe_operator(monkeypatch):
     assert search.examples == cert.SEARCH_EXAMPLES and verdict.examples == 5
     assert search.reach_examples.get("record of a due key inside a split firing", 0) * 2 > search.examples, search.reach_examples
 
-
-RESTORE_REFUSED = [e for e in CORPUS if "certify.same-output" in ([e["refused_by"]] if isinstance(e.get("refused_by"), str)
-                                                                 else e.get("refused_by") or [])]
-
-
-@pytest.mark.parametrize("entry", RESTORE_REFUSED, ids=lambda e: e["file"][:-3])
-def test_restore_search_refusals_do_not_depend_on_the_example_count(entry, monkeypatch):
-    """The restore search (a failure while the records after the burst's watermark run) refuses
-    the corpus's same-output refusals with 1 or 60 random examples asked for, at the same example
-    (sensor_aggregation_processing held at seed 0 with 10, 40 and 60 random examples before it)."""
-    monkeypatch.chdir(REPO)
-    subject = cert.load(entry["operator"], stream=entry["stream"]) if entry.get("stream") else cert.load(entry["operator"])
-    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.same-output")
-    found = [cert.explore_certification(subject, prop, examples, seed=0, shrink=False) for examples in (1, 60)]
-    for verdict, search in found:
-        assert search is not None and verdict is search and not verdict.holds, verdict
-        assert verdict.invariant == "same-output-as-a-failure-free-run"
-    assert found[0][0].examples == found[1][0].examples <= cert.SEARCH_EXAMPLES
 
 
 def test_restore_search_scenarios_fail_after_the_watermark():
