@@ -640,3 +640,20 @@ def test_state_values_are_copied_as_a_round_trip_would_unshared_and_equal():
     cycle: list = []
     cycle.append(cycle)
     assert type(_copy(cycle)) is list  # deeper than the direct copy goes: deepcopy, no recursion error
+
+
+def test_an_armed_watchdog_does_not_kill_a_slow_exit(tmp_path):
+    """The callback watchdog's interval timer is given back at exit: a process that used it (a
+    pytest worker exploring certify properties directly) and then takes longer to shut down than
+    the rest of the limit was killed by SIGALRM once Python reset its handlers (exit 142)."""
+    script = tmp_path / "slow_exit.py"
+    script.write_text(
+        "import select, time\n"
+        "from streamproof.impl.operators.user_code import _Watchdog\n"
+        "class SlowToDie:\n"
+        "    def __del__(self):\n"
+        "        select.select([], [], [], 1.0)\n"
+        "keep = SlowToDie()\n"
+        "_Watchdog.arm(0.3, time.perf_counter())\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import atexit
 import signal
 import threading
 import time
@@ -120,6 +121,12 @@ class _Watchdog:
 def release_callback_watchdog() -> None:
     """Gives SIGALRM back if the callback time limit holds it (after a certification)."""
     _Watchdog.release()
+
+
+# At exit, before the interpreter resets its signal handlers: an interval timer still armed would
+# otherwise kill a process whose shutdown takes longer than the rest of the limit ("Alarm clock",
+# exit 142), e.g. a pytest worker that explored certify properties without certify().
+atexit.register(release_callback_watchdog)
 
 
 def _on_alarm(signum, frame) -> None:  # one function object: the handler is recognised by identity
