@@ -23,6 +23,7 @@ import platform
 import re
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -76,21 +77,54 @@ def planned_property(subject: Subject, prop: Property) -> Property | None:
                                strategy=lambda: subject.planned_scenarios(kind))
 
 
+def explore_search(subject: Subject, prop: Property, seed: int = 0, *,
+                   progress: Callable[[int, bool], None] | None = None, database=None,
+                   shrink="domain", drawn: list | None = None) -> Exploration | None:
+    """The planned search of ``prop`` (:func:`planned_property`): :data:`SEARCH_EXAMPLES` scenarios
+    from ``seed`` whatever the example count; None when it has none. ``drawn``: a list the
+    scenarios checked are appended to (shrinking's too)."""
+    planned = planned_property(subject, prop)
+    if planned is None:
+        return None
+    if drawn is not None:
+        check = planned.check
+        planned = dataclasses.replace(planned, check=lambda scenario: drawn.append(scenario) or check(scenario))
+    return explore(planned, SEARCH_EXAMPLES, seed=seed, progress=progress, shrink=shrink, database=database,
+                   database_key=f"certify {subject.spec} {prop.name} {SEARCHES[prop.name][1]}")
+
+
+def check_drawn(prop: Property, scenarios: list) -> Exploration | None:
+    """``prop`` checked on the scenarios another property's search drew and held on (the same
+    strategy and seed draw the same ones: no drawing again), as :func:`explore` would report it;
+    None when one fails (explore it then, to minimise the counterexample)."""
+    from streamproof.properties.reach import counting
+
+    started, steps, reach_examples = time.perf_counter(), 0, Counter()
+    with counting() as reach:
+        for scenario in scenarios:
+            before = Counter(reach)
+            if not prop.check(scenario).holds:
+                return None
+            steps += len(scenario.steps)
+            reach_examples.update(label for label, n in reach.items() if n > before.get(label, 0))
+    return Exploration(prop.name, True, len(scenarios), steps, time.perf_counter() - started, dict(reach),
+                       reach_examples=dict(reach_examples))
+
+
+_SEARCH = object()  # explore_certification's default: run the planned search
+
+
 def explore_certification(subject: Subject, prop: Property, examples: int, seed: int = 0, *,
                           progress: Callable[[int, bool], None] | None = None, database=None,
-                          shrink="domain") -> tuple[Exploration, Exploration | None]:
-    """One certification property explored: first its planned search (:func:`planned_property`,
-    :data:`SEARCH_EXAMPLES` scenarios from ``seed`` whatever ``examples``, so a refusal it finds
-    does not depend on the example count), then, if that held, ``examples`` random scenarios.
-    Returns ``(the verdict's exploration, the search's or None)``; the search's is the verdict's
-    when it failed."""
-    planned = planned_property(subject, prop)
-    search = None
-    if planned is not None:
-        search = explore(planned, SEARCH_EXAMPLES, seed=seed, progress=progress, shrink=shrink, database=database,
-                         database_key=f"certify {subject.spec} {prop.name} {SEARCHES[prop.name][1]}")
-        if not search.holds:
-            return search, search
+                          shrink="domain", search=_SEARCH) -> tuple[Exploration, Exploration | None]:
+    """One certification property explored: first its planned search (:func:`explore_search`, or
+    ``search`` when it already ran), so a refusal it finds does not depend on the example count,
+    then, if that held, ``examples`` random scenarios. Returns ``(the verdict's exploration, the
+    search's or None)``; the search's is the verdict's when it failed."""
+    if search is _SEARCH:
+        search = explore_search(subject, prop, seed, progress=progress, database=database, shrink=shrink)
+    if search is not None and not search.holds:
+        return search, search
     return explore(prop, examples, seed=seed, progress=progress, shrink=shrink, database=database,
                    database_key=f"certify {subject.spec} {prop.name}"), search
 
@@ -170,31 +204,61 @@ def _certify(subject: Subject, examples: int, seed: int, out, command: str,
                               "span": subject.span if subject.records is None else None, "args": subject.args})
     found: dict[str, int] = dict.fromkeys(FINDINGS, 0)  # per finding, the scenarios that met it
     broken = None  # a scenario on which the operator fails without any fault: every property reports it
-    for prop in properties_for(subject):
+
+    def on_progress(prop: Property):
+        return None if progress is None else lambda n, shrinking: progress(prop.name, n, shrinking)
+
+    def interrupted(prop: Property, stop: Interrupted) -> None:  # Ctrl-C: a counterexample found is kept
+        stop.property, stop.scenario_file = prop.name, None
+        if stop.exploration.scenario is not None and out is not None:
+            stop.scenario_file = _write_counterexample(subject, prop.name, stop.exploration, out)
+
+    # The planned searches first, those on the restore search's scenarios one after another: they
+    # draw the same scenarios, whose runs the run cache then still holds for the next property.
+    props = properties_for(subject)
+    searches: dict[str, Exploration | None] = {}
+    search_seconds: dict[str, float] = {}
+    drawn: dict[str, list] = {}  # per kind of search, the scenarios of the first that held
+    for prop in sorted(props, key=lambda p: SEARCHES.get(p.name, ("",))[0] != "restore"):
         started = time.perf_counter()
-        on_progress = None if progress is None else (lambda p: lambda n, shrinking: progress(p, n, shrinking))(prop.name)
+        kind = SEARCHES.get(prop.name, (None,))[0]
+        try:
+            # a later property on the same kind's scenarios checks them as drawn (without a database:
+            # with one, its own saved failures come first)
+            search = check_drawn(prop, drawn[kind]) if kind in drawn and database is None else None
+            if search is None:
+                scenarios: list = []
+                search = explore_search(subject, prop, seed, progress=on_progress(prop), database=database,
+                                        drawn=scenarios)
+                if search is not None and search.holds and len(scenarios) == search.examples:
+                    drawn.setdefault(kind, scenarios)
+            searches[prop.name] = search
+        except Interrupted as stop:
+            interrupted(prop, stop)
+            raise
+        search_seconds[prop.name] = time.perf_counter() - started
+    for prop in props:
+        started = time.perf_counter() - search_seconds.get(prop.name, 0.0)
         search = None
         try:
             e = _known_failure(prop, broken)
             if e is None:
-                e, search = explore_certification(subject, prop, examples, seed, progress=on_progress,
-                                                  database=database)
-        except Interrupted as stop:  # Ctrl-C: a counterexample already found is kept (not minimal)
-            stop.property, stop.scenario_file = prop.name, None
-            if stop.exploration.scenario is not None and out is not None:
-                stop.scenario_file = _write_counterexample(subject, prop.name, stop.exploration, out)
+                e, search = explore_certification(subject, prop, examples, seed, progress=on_progress(prop),
+                                                  database=database, search=searches.get(prop.name))
+        except Interrupted as stop:
+            interrupted(prop, stop)
             raise
         if e.invariant == "failure-free-run-finishes" and broken is None:
             broken = e.scenario
         if e.invariant == "crash: InputError":
             raise CertifyError(f"{subject.spec!r}: {e.message}")
-        for label in FINDINGS:
-            found[label] += e.reach_examples.get(label, 0)  # scenarios, not events
         coverage = {c: e.reach_examples.get(c, 0) for c in checks.COVERAGE}  # examples that exercised c
         reached = e.reach_examples
         if search is not None and search is not e:  # the planned search held too: what it reached counts
             reached = {c: e.reach_examples.get(c, 0) + search.reach_examples.get(c, 0)
                        for c in {**e.reach_examples, **search.reach_examples}}
+        for label in FINDINGS:
+            found[label] += reached.get(label, 0)  # scenarios, not events
         if e.scenario is not None and not e.holds:  # the message of the minimised counterexample
             final = prop.check(e.scenario)
             if not final.holds and final.invariant == e.invariant:
@@ -337,5 +401,5 @@ def replay(spec: str | Subject, path) -> list[Verdict]:
     return [prop.check(scenario) for prop in properties_for(subject)]
 
 
-__all__ = ["Certificate", "CertifyError", "Subject", "certify", "check_out", "explore_certification", "load",
-           "properties_for", "replay"]
+__all__ = ["Certificate", "CertifyError", "Subject", "certify", "check_out", "explore_certification", "explore_search",
+           "load", "properties_for", "replay"]
