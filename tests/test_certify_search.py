@@ -4,6 +4,7 @@ firing, and corpus verdicts that do not depend on the seed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -229,3 +230,32 @@ def test_restore_search_scenarios_fail_after_the_watermark():
 
     check()
     assert len(seen) >= 10
+
+
+def test_a_search_on_scenarios_already_drawn_reports_what_its_own_search_would():
+    """certify checks watermarks and end-of-input on the scenarios the same-output restore search
+    drew (the same strategy and seed draw the same ones): the same verdict, examples and coverage
+    as their own search, which draws them again."""
+    subject = cert.load(REAL + "pseudo_window:PseudoWindow")
+    props = {p.name: p for p in cert.properties_for(subject)}
+    drawn: list = []
+    same_output = cert.explore_search(subject, props["certify.same-output"], 0, drawn=drawn)
+    assert same_output.holds and len(drawn) == same_output.examples == cert.SEARCH_EXAMPLES
+    for name in ("certify.watermarks", "certify.end-of-input"):
+        own = cert.explore_search(subject, props[name], 0)
+        reused = cert.check_drawn(props[name], drawn)
+        assert (reused.holds, reused.examples, reused.steps) == (own.holds, own.examples, own.steps)
+        assert reused.reach_examples == own.reach_examples and reused.reach_examples
+
+
+def test_a_failure_on_scenarios_already_drawn_is_explored_again():
+    """check_drawn gives up on a failing scenario (None): the property's own search then finds and
+    minimises it."""
+    subject = cert.load(REAL + "pseudo_window:PseudoWindow")
+    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.watermarks")
+    drawn: list = []
+    cert.explore_search(subject, next(p for p in cert.properties_for(subject) if p.name == "certify.same-output"), 0,
+                        drawn=drawn)
+    from streamproof.properties.verdict import Verdict
+    failing = dataclasses.replace(prop, check=lambda scenario: Verdict(prop.name, False, [], "made-up", "no"))
+    assert cert.check_drawn(failing, drawn) is None
