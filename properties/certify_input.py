@@ -196,7 +196,7 @@ def _planned_input(draw, st, operator: str, spec: RecordSpec, records) -> tuple[
     out-of-orderness 0); the first where splitting the burst's firing changes the output is kept,
     else the best scored. Returns ``(records, pool, spread)``: the pool
     of later records (``--records``; None for a ``--stream``) and whether they were drawn spread."""
-    best = None
+    best, screened = None, []
     data = draw.__self__  # the ConjectureData drawn from: its size is bounded (an overrun is an invalid example)
     for index in range(PLANNED_INPUTS):
         if best is not None and data.length > data.max_length * PLANNED_SHARE:
@@ -215,6 +215,13 @@ def _planned_input(draw, st, operator: str, spec: RecordSpec, records) -> tuple[
             return drawn, pool, spread
         if best is None or (score, len(drawn)) > best[0]:
             best = ((score, len(drawn)), (drawn, pool, spread))
+        screened.append((stamped, pooled, drawn, pool))
+    if not spec.whole and len(screened) > 1:
+        # records mode, no hit: the screened inputs together (no draw more), where a burst finds
+        # more keys with due timers and more of their records to come after the watermark
+        merged = [x for s in screened for x in s[0]], [x for s in screened for x in s[1]]
+        if _burst_plan(operator, merged[0], 0, False, merged[1])[0]:
+            return [r for s in screened for r in s[2]], [r for s in screened for r in s[3]], True
     return best[1]
 
 

@@ -2,6 +2,9 @@
 
 from hypothesis import strategies as st
 
+from streamproof.flink.common import Types
+from streamproof.flink.datastream import KeyedProcessFunction as PyFlinkKeyedProcessFunction
+from streamproof.flink.datastream.state import ValueStateDescriptor as PyFlinkValueStateDescriptor
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, ValueStateDescriptor
 
 HOUR = 3_600_000
@@ -71,3 +74,42 @@ class ProcessingTimeoutCount(KeyedProcessFunction):
     def on_timer(self, timestamp, ctx, out):
         out.collect((ctx.get_current_key(), self.count.value()))
         self.count.clear()
+
+
+
+class StuckOrderAlert(PyFlinkKeyedProcessFunction):
+    """A PyFlink-style stuck-order alert (written for the split search's test): an order created
+    pending gets an event-time timer 30 minutes later; a later update that is not pending deletes
+    it; the timer alerts for an order still saved. Unsafe with interruptible timers: an on-time
+    update run inside a split firing before its order's due timer deletes it (the alert is lost).
+    Its timers are sparse (about one record in seven creates an order): a burst of three due
+    orders is rare in one input of 12-30 records."""
+
+    def open(self, runtime_context):
+        self.order = runtime_context.get_state(PyFlinkValueStateDescriptor("order", Types.STRING()))
+        self.timer = runtime_context.get_state(PyFlinkValueStateDescriptor("timer", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        if value["op"] == "create" and value["status"] == "pending":
+            due = ctx.timestamp() + 30 * 60 * 1000
+            ctx.timer_service().register_event_time_timer(due)
+            self.order.update(str(value["order"]))
+            self.timer.update(due)
+        elif value["op"] == "update" and value["status"] != "pending":
+            if self.timer.value():
+                ctx.timer_service().delete_event_time_timer(self.timer.value())
+            self.order.clear()
+            self.timer.clear()
+
+    def on_timer(self, timestamp, ctx):
+        if self.order.value():
+            yield "stuck", self.order.value(), timestamp
+            self.order.clear()
+
+
+def order_events():
+    """Orders 1-4, created or updated, over 90 minutes of event time."""
+    return st.fixed_dictionaries({
+        "order": st.integers(1, 4), "op": st.sampled_from(["create", "update", "update"]),
+        "status": st.sampled_from(["pending", "pending", "paid", "shipped", "cancelled"]),
+        "ts": st.integers(0, 3 * 30 * 60 * 1000)})

@@ -17,6 +17,7 @@ from streamproof.properties import certify_probes as probes
 from streamproof.properties.explore import explore
 
 REPO = Path(__file__).resolve().parent.parent
+OPS = "tests.certify_user_ops"
 REAL = "examples.operators.real."
 CORPUS = json.loads((REPO / "examples" / "operators" / "real" / "corpus.json").read_text())
 FOUR_HOURS = 4 * 3_600_000
@@ -191,6 +192,20 @@ def test_split_search_is_what_refuses_count_news_clicks_at_few_examples(monkeypa
     without = cert.certify(subject, 10, 0, None)
     row = next(r for r in without.results if r["property"] == "certify.interruptible-timers")
     assert row["verdict"] == "held" and "search" not in row, row
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4, 7])
+def test_split_search_finds_sparse_timers_by_screening_its_inputs_together(seed):
+    """StuckOrderAlert (tests/certify_user_ops.py) is unsafe with interruptible timers, but few of
+    its records create an order: a burst of three due orders with an on-time update of the third
+    is in about one input in forty. Each screened input alone missed it in all 20 split-search
+    scenarios at seeds 1, 4 and 7 (so the verdict depended on --examples); with no hit, the
+    search screens the inputs it drew together, and refuses at every seed within a few examples."""
+    subject = cert.load(OPS + ":StuckOrderAlert", records=OPS + ":order_events", key="order", timestamp="ts")
+    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.interruptible-timers")
+    found = cert.explore_search(subject, prop, seed, shrink=False)
+    assert not found.holds and found.invariant == "same-output-with-split-firings", found
+    assert found.examples <= 10
 
 
 def test_split_search_reaches_the_split_case_on_a_safe_operator(monkeypatch):
