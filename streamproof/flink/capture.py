@@ -118,6 +118,15 @@ def describe(obj) -> str:
     return text if len(text) <= _PARTS_MAX else text[:_PARTS_MAX - 3] + "..."
 
 
+# DataStream's own transformations: called on an opaque object, the job builds its pipeline on a
+# stream streamproof does not model (``t_env.to_data_stream(table).map(...)``), which would
+# otherwise vanish silently. ``print`` is not among them (``t_env.execute_sql(...).print()``).
+_STREAM_METHODS = frozenset({"key_by", "map", "flat_map", "filter", "process", "union", "connect",
+                             "assign_timestamps_and_watermarks", "add_sink", "sink_to", "window_all"})
+_NOT_A_STREAM = ("a stream streamproof does not model, such as the Table API's or SQL's: only DataStream "
+                 "pipelines of a StreamExecutionEnvironment's sources are certified")
+
+
 class _OpaqueMeta(type):
     """Class-level attributes of an opaque class are opaque too (``FileSink.for_row_format``)."""
 
@@ -140,6 +149,8 @@ class OpaqueObject(metaclass=_OpaqueMeta):
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _STREAM_METHODS:  # used as a stream: one the job reads from the Table API, SQL...
+            refuse(f"{describe(self)}.{name}", _NOT_A_STREAM)
         return _opaque(f"{describe(self)}.{name}")
 
     def __call__(self, *args, **kwargs):
