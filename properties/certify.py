@@ -332,6 +332,12 @@ FINDINGS = {
         "expired that a restart taking no time would have left alone. The committed output is the failure-free "
         f"output of the same input paused as long ({inputs.RESTART_GAP // 1000} s here), so it is not blamed on the "
         "faults; on Flink it differs between a run with failures and one without."),
+    checks.FINDING_PROCESSING_TIME: (
+        "output depends on the processing time timers fire at",
+        "a split firing (FLIP-443) ends later in processing time, and the output reads the clock (a wall-clock "
+        "stamp such as datetime.now(), or current_processing_time()): with processing time standing still the split "
+        "and unsplit runs give the same output. When a timer fires in wall-clock time is Flink's to choose, with "
+        "interruptible timers or without, so this is not blamed on the split."),
     checks.FINDING_FLOAT_STATE: (
         "output depends on Types.FLOAT() state precision across a restore",
         "PyFlink's Python state cache hands back the double a function wrote to Types.FLOAT() state; a checkpoint "

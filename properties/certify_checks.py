@@ -47,6 +47,9 @@ FINDING_ARRIVAL_ORDER = "finding: output depends on arrival order"
 # processing time passing while the job restarts (TTL state expired, processing-time timers came
 # due): a failure-free run whose input paused that long commits it too (docs/decisions.md)
 FINDING_RESTART_TIME = "finding: output depends on how long a restart takes (processing time)"
+# a split firing ends later in processing time and the output reads the clock (a wall-clock stamp):
+# with processing time standing still the split and unsplit runs agree (docs/decisions.md)
+FINDING_PROCESSING_TIME = "finding: output depends on the processing time timers fire at"
 # PyFlink's state cache hands back the double written to Types.FLOAT() state; a restore reads it
 # back in single precision (docs/decisions.md)
 FINDING_FLOAT_STATE = "finding: output depends on Types.FLOAT() state precision across a restore"
@@ -416,6 +419,8 @@ def _interruptible(scenario: Scenario, r: Runs):
         if output(split) != output(base):
             if split.late_records and _late_only(scenario, _interruptible):
                 return None  # only late records met the split (a finding): without them it holds
+            if _clock_only(scenario, _interruptible):
+                return None  # only the processing time timers fired at differed (a finding)
             late = " (records behind the watermark among them)" if split.late_records else ""
             return ("same-output-with-split-firings",
                     f"splitting timer firings (FLIP-443) changes the output: "
@@ -423,6 +428,22 @@ def _interruptible(scenario: Scenario, r: Runs):
                     f"firings, {split.split_due_key_records} records of a key whose timer was due ran between "
                     f"their parts{late}; the same input in the same order)")
     return None
+
+
+def _clock_only(scenario: Scenario, check) -> bool:
+    """Does ``check`` hold with processing time standing still (no processing-time steps, no
+    restart gap)? Then the difference was when, in processing time, the timers fired (a split
+    firing ends later): an output that reads the clock (a wall-clock stamp) differs in Flink too."""
+    from streamproof.properties.job.steps import ProcessingTime
+
+    steps = tuple(step for step in scenario.steps if not isinstance(step, ProcessingTime))
+    if len(steps) == len(scenario.steps) and not scenario.params.get("restart_gap"):
+        return False
+    still = dataclasses.replace(scenario, steps=steps, params={**scenario.params, "restart_gap": 0})
+    if check(still, runs(still)) is not None:
+        return False
+    note(FINDING_PROCESSING_TIME)
+    return True
 
 
 def _on_faulty(check):

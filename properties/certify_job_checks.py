@@ -25,6 +25,10 @@ FINDING_ORDER = "output depends on arrival order across channels"
 # processing time passing during a restart (TTL state expired, processing-time timers came due):
 # a failure-free run whose input paused as long commits it too (docs/decisions.md)
 FINDING_RESTART_TIME = "output depends on how long a restart takes (processing time)"
+# a split firing ends later in processing time, and the output reads the clock (a wall-clock
+# stamp, datetime.now() in a window function): with processing time standing still the split and
+# the unsplit runs agree (docs/decisions.md)
+FINDING_PROCESSING_TIME = "output depends on the processing time timers fire at"
 # PyFlink's state cache hands back the double written to Types.FLOAT() state until a restore reads
 # the single-precision value back: later results differ in their last digits after a failure
 FINDING_FLOAT_STATE = "output depends on Types.FLOAT() state precision across a restore"
@@ -268,6 +272,9 @@ def interruptible_timers(subject: JobSubject, scenario: JobScenario) -> Outcome:
         reduced = without_late(scenario, [whole, split])
         if reduced is not None and interruptible_timers(subject, reduced).message is None:
             return Outcome(message, finding=FINDING_LATE)
+        still = dataclasses.replace(scenario, pace=0, restart_gap=0)
+        if scenario.pace and interruptible_timers(subject, still).message is None:
+            return Outcome(message, finding=FINDING_PROCESSING_TIME)
         return Outcome(message, split=(rate, eager))
     return Outcome()
 

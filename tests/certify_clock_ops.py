@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from streamproof.flink.common import Row, Types
 from streamproof.flink.datastream import KeyedProcessFunction, TimeDomain
-from streamproof.flink.datastream.state import MapStateDescriptor
+from streamproof.flink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from streamproof.impl import operators as impl
 def _check_clock(ctx, where):
     """The wall-clock calls read the operator's processing time (else the operator fails)."""
@@ -77,3 +77,39 @@ def key(record):
 
 def timestamp(record):
     return record[1]
+
+
+class StampedWindowSum(KeyedProcessFunction):
+    """Per key, sums the records of each second of event time and emits the sum with the wall-clock
+    time it was computed at (``datetime.now()``): safe with interruptible timers (a record run
+    inside a split firing of W belongs to a later second), but a split firing ends later in
+    processing time, so the stamp differs (a finding, not a refusal)."""
+
+    def open(self, runtime_context):
+        self.sums = runtime_context.get_map_state(MapStateDescriptor("sums", Types.LONG(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        end = value[1] // 1000 * 1000 + 999
+        if end > ctx.timer_service().current_watermark():
+            self.sums.put(end, (self.sums.get(end) or 0) + 1)
+            ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), timestamp, self.sums.get(timestamp), DateTime.now().isoformat()
+        self.sums.remove(timestamp)
+
+
+class StampedCountNow(KeyedProcessFunction):
+    """Counts its key's records and, a second after each, emits the count as it is when the timer
+    fires, stamped with ``datetime.now()``: unsafe with interruptible timers (a record run inside a
+    split firing before its key's due timer changes the count), whatever the stamp."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(value[1] + 1000)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), timestamp, self.count.value(), DateTime.now().isoformat()

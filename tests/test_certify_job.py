@@ -48,6 +48,23 @@ def test_the_same_timer_reading_the_sum_at_registration_is_certified(certified):
     assert cert.coverage["process"]["state restored after a checkpoint"] > 0
 
 
+def test_a_wall_clock_stamp_on_window_results_is_a_finding_not_a_split_refusal(certified):
+    """A split firing ends later in processing time: a result stamped with datetime.now() differs
+    from the unsplit run's. Before, job.interruptible-timers refused this safe job; with processing
+    time standing still the split and unsplit runs agree, which is a finding."""
+    _, cert = certified("window_stamped.py")
+    assert cert.status == "certified", cert.results
+    assert "output depends on the processing time timers fire at" in {f["finding"] for f in cert.findings}
+
+
+def test_a_wall_clock_stamp_does_not_hide_an_unsafe_timer(certified):
+    """The same relaxation on an unsafe timer (its sum "now"): still refused, for the sum."""
+    _, cert = certified("timer_sum_stamped.py")
+    result = cert.results["job.interruptible-timers"]
+    assert result["verdict"] == "failed", cert.results
+    assert "'c', 12, 101" in result["message"] and "'c', 12, 1," in result["message"]
+
+
 def test_state_in_a_python_attribute_is_refused_with_its_cause(certified):
     _, cert = certified("attribute_counter.py")
     result = cert.results["job.same-output"]

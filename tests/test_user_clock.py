@@ -169,3 +169,32 @@ def test_the_verdict_does_not_depend_on_the_wall_clock():
     first = verdicts()
     time.sleep(1.1)
     assert verdicts() == first
+
+
+
+def _split_verdict(name: str):
+    """certify.interruptible-timers of ``name`` (its split search, then 1 example; no shrinking):
+    (the verdict's exploration, the search's)."""
+    from streamproof.properties import certify as cert
+
+    subject = cert.load(f"{OPS}:{name}")
+    prop = next(p for p in cert.properties_for(subject) if p.name == "certify.interruptible-timers")
+    return cert.explore_certification(subject, prop, 1, seed=0, shrink=False)
+
+
+def test_a_wall_clock_stamp_alone_is_a_finding_not_a_split_refusal():
+    """A split firing (FLIP-443) ends later in processing time, so an output stamped with
+    datetime.now() differs from the unsplit run's. With processing time standing still they
+    agree: the property holds, with the finding (before, it refused this safe operator at seeds 0
+    and 1)."""
+    from streamproof.properties.certify_checks import FINDING_PROCESSING_TIME
+
+    found, search = _split_verdict("StampedWindowSum")
+    assert found.holds and search.holds, (found, search)
+    assert found.reach_examples.get(FINDING_PROCESSING_TIME, 0) + search.reach_examples.get(FINDING_PROCESSING_TIME, 0)
+
+
+def test_a_wall_clock_stamp_does_not_hide_a_split_refusal():
+    """The same stamp on a count read when the timer fires: still refused, for the count."""
+    found, _ = _split_verdict("StampedCountNow")
+    assert not found.holds and found.invariant == "same-output-with-split-firings", found
