@@ -187,6 +187,7 @@ STEPS_PER_ELEMENT = 2  # simulation steps per input element of a one-source job,
 RESTORE_INTERVAL = 4  # a restore search's checkpoints: every 2 to this many steps
 PLANNED_INPUTS = 16  # a planned scenario: inputs screened for a split that changes the output (every other spread)
 PLANNED_SHARE = 0.4  # ... while they take less than this share of the most Hypothesis draws for one example
+MERGED_INPUTS = 4  # ... and with no hit, the first this many screened together
 
 
 def _planned_input(draw, st, operator: str, spec: RecordSpec, records) -> tuple[list, list | None, bool]:
@@ -217,8 +218,9 @@ def _planned_input(draw, st, operator: str, spec: RecordSpec, records) -> tuple[
             best = ((score, len(drawn)), (drawn, pool, spread))
         screened.append((stamped, pooled, drawn, pool))
     if not spec.whole and len(screened) > 1:
-        # records mode, no hit: the screened inputs together (no draw more), where a burst finds
-        # more keys with due timers and more of their records to come after the watermark
+        # records mode, no hit: the first screened inputs together (no draw more), where a burst
+        # finds more keys with due timers and more of their records to come after the watermark
+        screened = screened[:MERGED_INPUTS]
         merged = [x for s in screened for x in s[0]], [x for s in screened for x in s[1]]
         if _burst_plan(operator, merged[0], 0, False, merged[1])[0]:
             return [r for s in screened for r in s[2]], [r for s in screened for r in s[3]], True
