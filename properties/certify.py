@@ -338,6 +338,11 @@ FINDINGS = {
         "stamp such as datetime.now(), or current_processing_time()): with processing time standing still the split "
         "and unsplit runs give the same output. When a timer fires in wall-clock time is Flink's to choose, with "
         "interruptible timers or without, so this is not blamed on the split."),
+    checks.FINDING_WALL_CLOCK: (
+        "output depends on the wall-clock time callbacks read",
+        "a record replayed after a restore is processed at another time, and the output reads the clock "
+        "(datetime.now(), time.time(): in certify the operator's processing time): with the clock the callbacks "
+        "read frozen, the committed output is a failure-free run's. A replay in Flink stamps the time it runs at too."),
     checks.FINDING_FLOAT_STATE: (
         "output depends on Types.FLOAT() state precision across a restore",
         "PyFlink's Python state cache hands back the double a function wrote to Types.FLOAT() state; a checkpoint "

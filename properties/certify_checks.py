@@ -24,6 +24,7 @@ from collections import Counter
 from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
 from streamproof.impl.state.key_groups import assign_to_key_group, compute_operator_index_for_key_group
 from streamproof.impl.operators.keyed_process_operator import KeyedProcessFunction, StreamRecord
+from streamproof.impl.operators.user_clock import wall_clock_frozen, wall_clock_is_frozen
 from streamproof.impl.graph.sim import Fault, SimulationResult
 from streamproof.properties import certify_runs  # _histories_hold_the_input read there (the bug zoo patches it)
 from streamproof.properties.certify_late import (
@@ -50,6 +51,9 @@ FINDING_RESTART_TIME = "finding: output depends on how long a restart takes (pro
 # a split firing ends later in processing time and the output reads the clock (a wall-clock stamp):
 # with processing time standing still the split and unsplit runs agree (docs/decisions.md)
 FINDING_PROCESSING_TIME = "finding: output depends on the processing time timers fire at"
+# a replay after a restore reads the clock at other times (a datetime.now() stamp): with the wall
+# clock the callbacks read frozen, the committed output is a failure-free run's (docs/decisions.md)
+FINDING_WALL_CLOCK = "finding: output depends on the wall-clock time callbacks read"
 # PyFlink's state cache hands back the double written to Types.FLOAT() state; a restore reads it
 # back in single precision (docs/decisions.md)
 FINDING_FLOAT_STATE = "finding: output depends on Types.FLOAT() state precision across a restore"
@@ -195,6 +199,12 @@ def _same_output(scenario: Scenario, r: Runs):
                 and _same_output(instant, other) is None:
             note(FINDING_RESTART_TIME)
             return None  # the restart's processing time alone made the difference (a finding)
+    if problem is not None and not wall_clock_is_frozen():
+        with wall_clock_frozen():
+            still = _same_output(scenario, runs(scenario))
+        if still is None:
+            note(FINDING_WALL_CLOCK)
+            return None  # only the wall-clock time the callbacks read differed (a finding)
     if problem is not None and getattr(r, "wrote_floats", True) and not floats_rounded():
         with floats_rounded_on_write():  # no state cache: Types.FLOAT() state single precision from the write on
             rounded = _same_output_as_run(scenario, runs(scenario))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from streamproof.flink.common.typeinfo import floats_rounded, floats_rounded_on_write
+from streamproof.impl.operators.user_clock import wall_clock_frozen, wall_clock_is_frozen
 from streamproof.impl.timers.internal_timer_service import MAX_WATERMARK, MIN_WATERMARK
 from streamproof.properties.certify_job_runs import (
     JobRun, JobScenario, JobSubject, fault_text, load_scenario, simulate,
@@ -29,6 +30,9 @@ FINDING_RESTART_TIME = "output depends on how long a restart takes (processing t
 # stamp, datetime.now() in a window function): with processing time standing still the split and
 # the unsplit runs agree (docs/decisions.md)
 FINDING_PROCESSING_TIME = "output depends on the processing time timers fire at"
+# a replay after a restore reads the clock at other times (a datetime.now() stamp): with the wall
+# clock the callbacks read frozen, the committed output is a failure-free run's (docs/decisions.md)
+FINDING_WALL_CLOCK = "output depends on the wall-clock time callbacks read"
 # PyFlink's state cache hands back the double written to Types.FLOAT() state until a restore reads
 # the single-precision value back: later results differ in their last digits after a failure
 FINDING_FLOAT_STATE = "output depends on Types.FLOAT() state precision across a restore"
@@ -198,6 +202,12 @@ def same_output(subject: JobSubject, scenario: JobScenario, faulty: JobRun | str
         return Outcome(f"the committed output differs when the restart takes {scenario.restart_gap} ms of processing "
                        f"time and not when it takes none: {describe_difference(faulty, first)}",
                        finding=FINDING_RESTART_TIME)
+    if not wall_clock_is_frozen():
+        with wall_clock_frozen():
+            still = same_output(subject, scenario, late_check=late_check)
+        if still.message is None:
+            return Outcome(f"the committed output differs only in the wall-clock time its callbacks read (the same "
+                           f"with it frozen): {describe_difference(faulty, first)}", finding=FINDING_WALL_CLOCK)
     if faulty.wrote_floats and not floats_rounded():  # no state cache: FLOAT state single precision from the write on
         with floats_rounded_on_write():
             rounded = same_output(subject, scenario, late_check=late_check)

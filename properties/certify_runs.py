@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from streamproof.flink.common.typeinfo import float_writes, floats_rounded
+from streamproof.impl.operators.user_clock import wall_clock_is_frozen
 from streamproof.impl.graph.job import JobSpec
 from streamproof.impl.graph.sim import simulate
 from streamproof.impl.graph.sim import SimulationResult
@@ -161,7 +162,7 @@ class Runs:
 
 
 @lru_cache(maxsize=256)
-def _runs(text: str, rounded: bool) -> Runs:
+def _runs(text: str, rounded: bool, frozen: bool) -> Runs:
     return Runs(load_scenario(text))
 
 
@@ -169,7 +170,7 @@ clears_on_patch(_runs.cache_clear)
 
 
 def runs(scenario: Scenario) -> Runs:
-    return _runs(dump_scenario(scenario), floats_rounded())
+    return _runs(dump_scenario(scenario), floats_rounded(), wall_clock_is_frozen())
 
 
 def output(run: SimulationResult) -> Counter:

@@ -57,6 +57,14 @@ def test_a_wall_clock_stamp_on_window_results_is_a_finding_not_a_split_refusal(c
     assert "output depends on the processing time timers fire at" in {f["finding"] for f in cert.findings}
 
 
+def test_a_map_stamping_the_clock_and_a_uuid_is_certified(certified):
+    """A non-keyed map reads the processing time as its clock and draws ids pinned to the record,
+    as keyed callbacks do; a replay's other stamps are the wall-clock finding, not a refusal."""
+    _, cert = certified("map_stamped.py")
+    assert cert.status == "certified", cert.results
+    assert "output depends on the wall-clock time callbacks read" in {f["finding"] for f in cert.findings}
+
+
 def test_a_wall_clock_stamp_does_not_hide_an_unsafe_timer(certified):
     """The same relaxation on an unsafe timer (its sum "now"): still refused, for the sum."""
     _, cert = certified("timer_sum_stamped.py")

@@ -198,3 +198,70 @@ def test_a_wall_clock_stamp_does_not_hide_a_split_refusal():
     """The same stamp on a count read when the timer fires: still refused, for the count."""
     found, _ = _split_verdict("StampedCountNow")
     assert not found.holds and found.invariant == "same-output-with-split-firings", found
+
+
+RANDOM_MODULE = '''
+import random, uuid
+from random import randint
+from uuid import uuid4
+from streamproof.flink.datastream import KeyedProcessFunction
+
+class Drawing(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield (random.random(), randint(0, 10**9), str(uuid4()), str(uuid.uuid1()), random.choice("abcdefgh"))
+'''
+
+
+def test_random_values_are_pinned_to_the_callback():
+    """random's functions and uuid4/uuid1 in a callback draw from a generator seeded by the callback
+    (kind, key, timestamp, record): the same values in a second run, other values for another
+    record; the module gets the real ones back after each callback."""
+    import random as real_random
+    import uuid as real_uuid
+
+    module = types.ModuleType("streamproof_test_drawing_user_module")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(RANDOM_MODULE, "<user module>", "exec"), module.__dict__)
+
+        def outputs(values):
+            out = []
+            op = KeyedProcessOperator(adapt(module.Drawing()), max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+                                      processing_time_service=ManualProcessingTimeService(start=0),
+                                      emit=lambda v, ts: out.append(v), max_seconds_per_callback=5.0)
+            op.open()
+            for value in values:
+                op.process_element(StreamRecord("k", value, 5))
+            return out
+
+        first, again = outputs(["a", "b"]), outputs(["a", "b"])
+        assert first == again and first[0] != first[1]
+        assert len(set(first[0])) == 5
+        assert module.random is real_random and module.uuid is real_uuid and module.uuid4 is real_uuid.uuid4
+        assert module.randint is real_random.randint
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_an_operator_with_random_ids_in_its_output_is_certified():
+    """uuid4() ids and random() weights in each result: both comparisons hold (before, same-output
+    and interruptible-timers refused it on the ids alone)."""
+    for name in ("certify.same-output", "certify.interruptible-timers"):
+        from streamproof.properties import certify as cert
+
+        subject = cert.load(f"{OPS}:IdentifiedWindowCount")
+        prop = next(p for p in cert.properties_for(subject) if p.name == name)
+        found, search = cert.explore_certification(subject, prop, 1, seed=0, shrink=False)
+        assert found.holds and search.holds, (name, found, search)
+
+
+def test_a_frozen_wall_clock_is_what_callbacks_read_and_timers_still_follow_processing_time(user_module):
+    """certify's rerun with the wall clock frozen: time.time()/datetime.now() read the frozen instant,
+    processing-time timers still fire at the operator's processing time."""
+    with user_clock.wall_clock_frozen(0):
+        assert user_clock.wall_clock_is_frozen()
+        op, out, clock = run_by_hand(user_module.Clocked())
+        assert out[0][:3] == ("time", 0.0, 0.0)
+        clock.advance_to(90_061_250 + 2000)
+        assert out[3] == ("timer", 90_061_250 + 500, 0.0)
+    assert not user_clock.wall_clock_is_frozen()

@@ -7,6 +7,7 @@ checkpoint is per key group and a restore can take any key-group range (rescalin
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from streamproof.impl.timers.snapshots import restore_from_snapshots
 
 VOID_NAMESPACE = ""  # Flink's VoidNamespace: user timers have no namespace
 USER_TIMERS = "user-timers"
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # in a default repr: differs between runs
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,15 @@ class KeyedProcessOperator:
         if getattr(function, "timer_termination_action", None) is not None:
             self.set_timer_termination_action(function.timer_termination_action)
         # time.sleep/time.time/datetime.now in the user's module: the processing time (impl/operators/user_clock.py)
-        self._user_clock = user_clock_for(function, self._processing_time_ms)
+        self._callback_argument = None  # the running callback's first argument (its random values' seed)
+        self._user_clock = user_clock_for(function, self._processing_time_ms, self._callback_seed)
+
+    def _callback_seed(self) -> str:
+        """What pins the random values of the running callback: its kind, key, timestamp and
+        first argument (the record, or the timer's time), the same in every run."""
+        seed = (f"{self._callback}|{self.key_context.current_key!r}|{self.context._timestamp!r}|"
+                f"{self.context.time_domain}|{self._callback_argument!r}")
+        return _ADDRESS.sub("", seed)  # a default repr's memory address differs between runs
 
     def _processing_time_ms(self) -> int:
         service = self.user_timer_service
@@ -350,6 +360,7 @@ class KeyedProcessOperator:
             _Watchdog.arm(limit, now)  # not armed, lost, or armed too late for this callback
         clock = self._user_clock
         if clock is not None:
+            self._callback_argument = args[0] if args else None
             clock.enter()
         try:
             return method(*args)
@@ -379,7 +390,9 @@ class KeyedProcessOperator:
                                   or signal.getsignal(_Watchdog.signum) is not _on_alarm):
             _Watchdog.arm(limit, now)
         clock = self._user_clock
+        argument = self._callback_argument
         if clock is not None:
+            self._callback_argument = args[0] if args else None
             clock.enter()
         try:
             return method(*args)
@@ -395,6 +408,7 @@ class KeyedProcessOperator:
         finally:
             if clock is not None:
                 clock.exit()
+            self._callback_argument = argument
             self._callback, self._started, self._outputs, self._timers, _Watchdog.current = outer
 
     def _exit_error(self, exit_: SystemExit) -> UserCodeError:

@@ -12,6 +12,15 @@ the names of the ``time`` and ``datetime`` modules in the user's module(s) are t
 - ``datetime.datetime.now(tz)``, ``utcnow()``, ``today()`` and ``datetime.date.today()`` read it too
   (naive ones in the local time zone, as ``datetime.fromtimestamp(time.time())``).
 
+Random values are replayed as Flink's exactly-once promise allows: ``random.random()``,
+``randint``, ``choice``... (the ``random`` module's functions) and ``uuid.uuid4()`` / ``uuid1()``
+draw from a generator seeded by the callback itself (its kind, key, timestamp and record), so the
+same callback draws the same values in every run: after a restore, split or not. In Flink a replay
+draws other values, but the output of the failed attempt is never committed: a committed output
+with fresh ids is the output of a failure-free run that drew them. Comparing outputs needs the
+draws pinned; an operator seeding its own ``random.Random(seed)`` is unaffected (an unseeded one,
+made in ``__init__``, is pickled with the function: every run starts from the same state).
+
 Only the globals of the modules that define the user's class (and its bases, outside streamproof
 and pyflink) are substituted, for the duration of the callback, then restored: streamproof,
 Hypothesis and everyone else keep the real clock. A module attribute ``time`` (``import time``,
@@ -25,14 +34,40 @@ classes build and recognise real ``datetime`` objects.
 from __future__ import annotations
 
 import datetime as _datetime
+import random as _random
 import sys
 import time as _time
 import types
-from typing import Any, Callable
+import uuid as _uuid
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
-__all__ = ["UserClock", "user_clock_for", "simulated_now_ms"]
+__all__ = ["UserClock", "user_clock_for", "simulated_now_ms", "wall_clock_frozen", "wall_clock_is_frozen"]
 
 _active: list[Callable[[], int]] = []  # the processing-time readers of the running callbacks (innermost last)
+
+
+_frozen: list[int] = []  # non-empty: the wall-clock reads of callbacks give this instant (ms)
+
+
+@contextmanager
+def wall_clock_frozen(at_ms: int = 0) -> Iterator[None]:
+    """While open, ``time.time()``, ``datetime.now()``... in callbacks read ``at_ms`` instead of the
+    operator's processing time (which timers still follow): certify's rerun that tells an output
+    that stamps the clock from one that differs otherwise."""
+    _frozen.append(at_ms)
+    try:
+        yield
+    finally:
+        _frozen.pop()
+
+
+def wall_clock_is_frozen() -> bool:
+    return bool(_frozen)
+
+
+def _frozen_now() -> int:
+    return _frozen[-1]
 
 
 def simulated_now_ms() -> int | None:
@@ -171,20 +206,70 @@ def _proxy(real: types.ModuleType, fakes: dict[str, Any]) -> types.ModuleType:
 _TIME_MODULE = _proxy(_time, _TIME_FAKES)
 _DATETIME_MODULE = _proxy(_datetime, {"datetime": _SimDatetime, "date": _SimDate})
 
+
+# -- random values drawn per callback -----------------------------------------------------------
+_seeds: list = []  # per running callback (innermost last): [seed function, its generator or None]
+
+
+def _generator() -> _random.Random | None:
+    """The running callback's generator (made on its first draw), or None outside callbacks."""
+    if not _seeds or _seeds[-1][0] is None:
+        return None
+    entry = _seeds[-1]
+    if entry[1] is None:
+        entry[1] = _random.Random(entry[0]())  # a str seed: the same values in every process
+    return entry[1]
+
+
+def _drawn(name: str) -> Callable:
+    real = getattr(_random, name)
+
+    def draw(*args, **kwargs):
+        generator = _generator()
+        return real(*args, **kwargs) if generator is None else getattr(generator, name)(*args, **kwargs)
+    draw.__name__ = draw.__qualname__ = name
+    return draw
+
+
+_RANDOM_FAKES: dict[str, Any] = {name: _drawn(name) for name in (
+    "random", "uniform", "triangular", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+    "getrandbits", "randbytes", "gauss", "normalvariate", "lognormvariate", "expovariate", "vonmisesvariate",
+    "gammavariate", "betavariate", "paretovariate", "weibullvariate") if hasattr(_random, name)}
+
+
+def _uuid_drawn(real: Callable, version: int) -> Callable:
+    def draw(*args, **kwargs):
+        generator = _generator()
+        return real(*args, **kwargs) if generator is None else _uuid.UUID(int=generator.getrandbits(128), version=version)
+    draw.__name__ = draw.__qualname__ = real.__name__
+    return draw
+
+
+_UUID_FAKES: dict[str, Any] = {"uuid4": _uuid_drawn(_uuid.uuid4, 4), "uuid1": _uuid_drawn(_uuid.uuid1, 1)}
+_RANDOM_MODULE = _proxy(_random, _RANDOM_FAKES)
+_UUID_MODULE = _proxy(_uuid, _UUID_FAKES)
+
 # what user globals may hold (by identity) -> what they hold while a callback runs
 _SUBSTITUTES: dict[int, tuple[Any, Any]] = {id(_time): (_time, _TIME_MODULE), id(_datetime): (_datetime, _DATETIME_MODULE),
                                             id(_real_datetime): (_real_datetime, _SimDatetime),
                                             id(_real_date): (_real_date, _SimDate)}
-for _name, _fake in _TIME_FAKES.items():
-    _SUBSTITUTES[id(getattr(_time, _name))] = (getattr(_time, _name), _fake)
+_SUBSTITUTES[id(_random)] = (_random, _RANDOM_MODULE)
+_SUBSTITUTES[id(_uuid)] = (_uuid, _UUID_MODULE)
+for _module, _fakes in ((_time, _TIME_FAKES), (_random, _RANDOM_FAKES), (_uuid, _UUID_FAKES)):
+    for _name, _fake in _fakes.items():
+        _SUBSTITUTES[id(getattr(_module, _name))] = (getattr(_module, _name), _fake)
 
 _OURS = ("streamproof", "pyflink", "builtins", "abc", "typing", "hypothesis")
 
 
 def _user_globals(obj: Any) -> list[dict]:
     """The globals of the modules defining ``obj``'s class and its bases (outside streamproof,
-    pyflink and the standard library's ``object``), found through their functions."""
+    pyflink and the standard library's ``object``), found through their functions; of a plain
+    function, its own module's."""
     found: dict[int, dict] = {}
+    g = getattr(obj, "__globals__", None)  # a plain function or lambda (map(lambda v: ...))
+    if isinstance(g, dict) and str(g.get("__name__", "")).split(".")[0] not in _OURS:
+        found[id(g)] = g
     for cls in type(obj).__mro__:
         modname = getattr(cls, "__module__", "") or ""
         if modname.split(".")[0] in _OURS:
@@ -204,14 +289,17 @@ class UserClock:
     """The substitutions for one user function; :meth:`enter` before its callback, :meth:`exit` after
     (nested callbacks of operators sharing a module restore it when the outermost one ends)."""
 
-    __slots__ = ("now_ms", "patches")
+    __slots__ = ("now_ms", "patches", "seed_of")
 
-    def __init__(self, patches: list[tuple[dict, str, Any, Any]], now_ms: Callable[[], int]):
+    def __init__(self, patches: list[tuple[dict, str, Any, Any]], now_ms: Callable[[], int],
+                 seed_of: Callable[[], str] | None = None):
         self.patches = patches  # (globals, name, real, fake)
         self.now_ms = now_ms
+        self.seed_of = seed_of  # the running callback's seed for random values (None: real ones)
 
     def enter(self) -> None:
-        _active.append(self.now_ms)
+        _active.append(_frozen_now if _frozen else self.now_ms)
+        _seeds.append([self.seed_of, None])
         done = [p for p in self.patches if p[0].get(p[1]) is p[2]]  # not those an outer callback did
         for namespace, name, _, fake in done:
             namespace[name] = fake
@@ -222,6 +310,7 @@ class UserClock:
             if namespace.get(name) is fake:  # not if the user's code rebound the name meanwhile
                 namespace[name] = real
         _active.pop()
+        _seeds.pop()
 
     def __enter__(self) -> "UserClock":
         self.enter()
@@ -234,9 +323,10 @@ class UserClock:
 _undo: list[list] = []  # per running callback (innermost last): the substitutions it made
 
 
-def user_clock_for(function: Any, now_ms: Callable[[], int]) -> UserClock | None:
+def user_clock_for(function: Any, now_ms: Callable[[], int], seed_of: Callable[[], str] | None = None) -> UserClock | None:
     """The clock substitutions for a runtime function (a PyFlink-style one: the operator it wraps),
-    or None when its modules never name ``time`` or ``datetime`` (nothing to do per callback)."""
+    or None when its modules never name ``time``, ``datetime``, ``random`` or ``uuid`` (nothing to
+    do per callback). ``seed_of``: the running callback's seed for random values."""
     user = function.function if getattr(function, "user_class_name", None) and hasattr(function, "function") else function
     patches = []
     for namespace in _user_globals(user):
@@ -244,4 +334,4 @@ def user_clock_for(function: Any, now_ms: Callable[[], int]) -> UserClock | None
             hit = _SUBSTITUTES.get(id(value))
             if hit is not None and hit[0] is value:
                 patches.append((namespace, name, value, hit[1]))
-    return UserClock(patches, now_ms) if patches else None
+    return UserClock(patches, now_ms, seed_of) if patches else None

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 import struct
 from typing import Any, Callable
 
 import streamproof.flink.adapter as adapter
 from streamproof.flink.datastream import functions as fn
 from streamproof.flink.errors import UnsupportedFeature
+from streamproof.impl.operators.user_clock import user_clock_for
 from streamproof.impl.tasks.stream_elements import SecondInput
 from streamproof.impl.timers.internal_timer_service import MIN_WATERMARK
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # in a default repr: differs between runs
 
 KEYED_KINDS = ("map", "flat_map", "filter", "reduce", "process")
 
@@ -176,6 +180,13 @@ class NonKeyed:
         self.now, self.watermark, self.ts = 0, MIN_WATERMARK, MIN_WATERMARK
         self._ctx = _ProcessContext(self)
         self._values = values_of(kind, self.function) if kind != "process" else None
+        # time.time()/datetime.now() read the processing time and random draws are pinned to the
+        # record, as in keyed callbacks (impl/operators/user_clock.py)
+        self._argument = None
+        self._clock = user_clock_for(self.function, lambda: self.now, self._seed)
+
+    def _seed(self) -> str:
+        return _ADDRESS.sub("", f"{self.kind}|{self.name}|{self.ts!r}|{self._argument!r}")
 
     def open(self, subtask: int, parallelism: int) -> None:
         if hasattr(self.function, "open") and not _is_plain_callable(self.function):
@@ -186,9 +197,20 @@ class NonKeyed:
             self.function.close()
 
     def process(self, value: Any, timestamp: int, watermark: int, now: int) -> list:
+        self.ts, self.watermark, self.now = timestamp, watermark, now
+        clock = self._clock
+        if clock is None:
+            return self._process(value)
+        self._argument = value
+        clock.enter()
+        try:
+            return self._process(value)
+        finally:
+            clock.exit()
+
+    def _process(self, value: Any) -> list:
         if self._values is not None:
             return [(None, v) for v in self._values(value)]
-        self.ts, self.watermark, self.now = timestamp, watermark, now
         out = []
         for result in _results(self.function.process_element(value, self._ctx)):
             if self.side_outputs and isinstance(result, tuple) and result and adapter._is_output_tag(result[0]):
@@ -207,13 +229,12 @@ class NonKeyedCo(NonKeyed):
         super().__init__("process", function, name)
         self.co_kind = kind
 
-    def process(self, value: Any, timestamp: int, watermark: int, now: int) -> list:
+    def _process(self, value: Any) -> list:
         second = type(value) is SecondInput
         if second:
             value = value.value
         if self.co_kind != "process":
             return [(None, v) for v in co_values_of(self.co_kind, self.function, 2 if second else 1)(value)]
-        self.ts, self.watermark, self.now = timestamp, watermark, now
         method = self.function.process_element2 if second else self.function.process_element1
         out = []
         for result in _results(method(value, self._ctx)):
