@@ -117,22 +117,13 @@ class StampedCountNow(KeyedProcessFunction):
         yield ctx.get_current_key(), timestamp, self.count.value(), DateTime.now().isoformat()
 
 
-class IdentifiedWindowCount(KeyedProcessFunction):
-    """Per key, counts each second of event time and emits the count with a fresh ``uuid4()`` id and
-    a ``random()`` sample weight (ids for downstream deduplication). Safe: the ids differ between
+class IdentifiedWindowCount(StampedWindowSum):
+    """StampedWindowSum's counts, each emitted with a fresh ``uuid4()`` id and a ``random()`` sample
+    weight instead of the stamp (ids for downstream deduplication). Safe: the ids differ between
     Flink runs, but the output of a failed attempt is never committed. Certify pins each callback's
     draws to the callback (kind, key, timestamp, record), so runs compare; before, it refused
     same-output and interruptible-timers on the ids alone."""
 
-    def open(self, runtime_context):
-        self.counts = runtime_context.get_map_state(MapStateDescriptor("counts", Types.LONG(), Types.LONG()))
-
-    def process_element(self, value, ctx):
-        end = value[1] // 1000 * 1000 + 999
-        if end > ctx.timer_service().current_watermark():
-            self.counts.put(end, (self.counts.get(end) or 0) + 1)
-            ctx.timer_service().register_event_time_timer(end)
-
     def on_timer(self, timestamp, ctx):
-        yield str(uuid.uuid4()), ctx.get_current_key(), timestamp, self.counts.get(timestamp), round(random(), 6)
-        self.counts.remove(timestamp)
+        yield str(uuid.uuid4()), ctx.get_current_key(), timestamp, self.sums.get(timestamp), round(random(), 6)
+        self.sums.remove(timestamp)
