@@ -290,11 +290,9 @@ class KeyedProcessOperator:
         self._user_clock = user_clock_for(function, self._processing_time_ms, self._callback_seed)
 
     def _callback_seed(self) -> str:
-        """What pins the random values of the running callback: its kind, key, timestamp and
-        first argument (the record, or the timer's time), the same in every run."""
-        seed = (f"{self._callback}|{self.key_context.current_key!r}|{self.context._timestamp!r}|"
-                f"{self.context.time_domain}|{self._callback_argument!r}")
-        return _ADDRESS.sub("", seed)  # a default repr's memory address differs between runs
+        """The running callback's seed of random values: kind, key, timestamp, record or timer."""
+        return _ADDRESS.sub("", f"{self._callback}|{self.key_context.current_key!r}|{self.context._timestamp!r}|"
+                                f"{self.context.time_domain}|{self._callback_argument!r}")
 
     def _processing_time_ms(self) -> int:
         service = self.user_timer_service
