@@ -2,6 +2,7 @@
 their callbacks (a throttle, a clock check), PyFlink-style and impl-style."""
 
 import datetime
+import sys
 import time
 import uuid
 from datetime import datetime as DateTime
@@ -127,3 +128,35 @@ class IdentifiedWindowCount(StampedWindowSum):
     def on_timer(self, timestamp, ctx):
         yield str(uuid.uuid4()), ctx.get_current_key(), timestamp, self.sums.get(timestamp), round(random(), 6)
         self.sums.remove(timestamp)
+
+
+
+class PrintingWindowSum(KeyedProcessFunction):
+    """StampedWindowSum's sums without the stamp, printing what it sees (a debugging print left in,
+    as in many public examples): safe, certified, its prints kept out of certify's report (one to
+    stderr is printed as asked)."""
+
+    def open(self, runtime_context):
+        self.sums = runtime_context.get_map_state(MapStateDescriptor("sums", Types.LONG(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        print("got", value, "at", ctx.timestamp())
+        end = value[1] // 1000 * 1000 + 999
+        if end > ctx.timer_service().current_watermark():
+            self.sums.put(end, (self.sums.get(end) or 0) + 1)
+            ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx):
+        print(f"window {timestamp} of {ctx.get_current_key()}")
+        print("to stderr", file=sys.stderr)
+        yield ctx.get_current_key(), timestamp, self.sums.get(timestamp)
+        self.sums.remove(timestamp)
+
+
+class PrintingCountNow(StampedCountNow):
+    """StampedCountNow printing the count its timer emits: refused (unsafe with interruptible
+    timers); a replay of its counterexample shows what it printed."""
+
+    def on_timer(self, timestamp, ctx):
+        print("count now", self.count.value())
+        yield from super().on_timer(timestamp, ctx)

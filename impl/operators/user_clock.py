@@ -21,6 +21,11 @@ with fresh ids is the output of a failure-free run that drew them. Comparing out
 draws pinned; an operator seeding its own ``random.Random(seed)`` is unaffected (an unseeded one,
 made in ``__init__``, is pickled with the function: every run starts from the same state).
 
+``print()`` (to stdout) writes to :func:`printed` instead of the console: Flink sends a task's
+stdout to the TaskManager's ``.out`` file, not to the client; certify runs each callback many
+times, and its own lines must stay readable. ``print(..., file=f)`` to anything but stdout is
+printed as asked.
+
 Only the globals of the modules that define the user's class (and its bases, outside streamproof
 and pyflink) are substituted, for the duration of the callback, then restored: streamproof,
 Hypothesis and everyone else keep the real clock. A module attribute ``time`` (``import time``,
@@ -42,7 +47,8 @@ import uuid as _uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-__all__ = ["UserClock", "user_clock_for", "simulated_now_ms", "wall_clock_frozen", "wall_clock_is_frozen"]
+__all__ = ["UserClock", "user_clock_for", "simulated_now_ms", "wall_clock_frozen", "wall_clock_is_frozen", "printed",
+           "forget_printed"]
 
 _active: list[Callable[[], int]] = []  # the processing-time readers of the running callbacks (innermost last)
 
@@ -259,6 +265,56 @@ for _module, _fakes in ((_time, _TIME_FAKES), (_random, _RANDOM_FAKES), (_uuid, 
     for _name, _fake in _fakes.items():
         _SUBSTITUTES[id(getattr(_module, _name))] = (getattr(_module, _name), _fake)
 
+# -- print() in callbacks: kept, not shown (a TaskManager's .out file) --------------------------------
+KEEP_PRINTED = 1000  # lines kept of what callbacks printed (all are counted)
+_printed: list[str] = []
+_printed_count = [0]
+_ABSENT = object()  # a name the user's module does not bind (print comes from builtins)
+
+
+def _print(*values, sep=" ", end="\n", file=None, flush=False):
+    if not _active or (file is not None and file is not sys.stdout):
+        return print(*values, sep=sep, end=end, file=file, flush=flush)
+    text = (" " if sep is None else sep).join(map(str, values)) + ("\n" if end is None else end)
+    lines = text.splitlines() or [""]
+    _printed_count[0] += len(lines)
+    _printed.extend(lines[:max(0, KEEP_PRINTED - len(_printed))])
+    return None
+
+
+_print.__name__ = _print.__qualname__ = "print"
+
+
+def printed() -> tuple[int, list[str]]:
+    """(how many lines user callbacks printed, the first ``KEEP_PRINTED`` of them)."""
+    return _printed_count[0], list(_printed)
+
+
+def forget_printed() -> None:
+    _printed.clear()
+    _printed_count[0] = 0
+
+
+def _calls_print(namespace: dict) -> bool:
+    """Does code defined in this module (its functions and classes' methods) name ``print``?"""
+    module = namespace.get("__name__")
+    todo = []
+    for value in namespace.values():
+        if getattr(value, "__module__", None) != module:
+            continue
+        members = vars(value).values() if isinstance(value, type) else (value,)
+        for member in members:
+            code = getattr(getattr(member, "__func__", member), "__code__", None)
+            if isinstance(code, types.CodeType):
+                todo.append(code)
+    while todo:
+        code = todo.pop()
+        if "print" in code.co_names:
+            return True
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return False
+
+
 _OURS = ("streamproof", "pyflink", "builtins", "abc", "typing", "hypothesis")
 
 
@@ -300,7 +356,7 @@ class UserClock:
     def enter(self) -> None:
         _active.append(_frozen_now if _frozen else self.now_ms)
         _seeds.append([self.seed_of, None])
-        done = [p for p in self.patches if p[0].get(p[1]) is p[2]]  # not those an outer callback did
+        done = [p for p in self.patches if p[0].get(p[1], _ABSENT) is p[2]]  # not those an outer callback did
         for namespace, name, _, fake in done:
             namespace[name] = fake
         _undo.append(done)
@@ -308,7 +364,10 @@ class UserClock:
     def exit(self) -> None:
         for namespace, name, real, fake in _undo.pop():
             if namespace.get(name) is fake:  # not if the user's code rebound the name meanwhile
-                namespace[name] = real
+                if real is _ABSENT:
+                    del namespace[name]
+                else:
+                    namespace[name] = real
         _active.pop()
         _seeds.pop()
 
@@ -325,8 +384,8 @@ _undo: list[list] = []  # per running callback (innermost last): the substitutio
 
 def user_clock_for(function: Any, now_ms: Callable[[], int], seed_of: Callable[[], str] | None = None) -> UserClock | None:
     """The clock substitutions for a runtime function (a PyFlink-style one: the operator it wraps),
-    or None when its modules never name ``time``, ``datetime``, ``random`` or ``uuid`` (nothing to
-    do per callback). ``seed_of``: the running callback's seed for random values."""
+    or None when its modules never name ``time``, ``datetime``, ``random`` or ``uuid`` nor call
+    ``print`` (nothing to do per callback). ``seed_of``: the running callback's seed for random values."""
     user = function.function if getattr(function, "user_class_name", None) and hasattr(function, "function") else function
     patches = []
     for namespace in _user_globals(user):
@@ -334,4 +393,7 @@ def user_clock_for(function: Any, now_ms: Callable[[], int], seed_of: Callable[[
             hit = _SUBSTITUTES.get(id(value))
             if hit is not None and hit[0] is value:
                 patches.append((namespace, name, value, hit[1]))
+        bound = namespace.get("print", _ABSENT)
+        if bound in (_ABSENT, print) and _calls_print(namespace):
+            patches.append((namespace, "print", bound, _print))
     return UserClock(patches, now_ms, seed_of) if patches else None

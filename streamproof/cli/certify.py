@@ -84,9 +84,11 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
             late, on_flink, flink_faults, flink_time_limit, flink_mode, False))
         return
     from streamproof.cli.common import EXIT_FAILED, EXIT_HELD, InputError, Status, profile_defaults
+    from streamproof.impl.operators.user_clock import forget_printed
     from streamproof.properties import certify as cert
     from streamproof.properties.scenario import ScenarioError
 
+    forget_printed()  # what the user's code prints from here on is this command's
     if is_job(operator):
         given = {"--stream": stream, "--key": key, "--timestamp": timestamp,
                  "--args": args_json, "--span": span, "--layout": layout, "--late/--no-late": late}
@@ -115,6 +117,7 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
                 _REPLAYED.append({"property": v.property, "holds": v.holds, "invariant": v.invariant,
                                   "message": v.message})
                 click.echo(f"{v.property}: {'held' if v.holds else f'FAILED {v.invariant}: {v.message}'}")
+            _user_output(None)
             click.get_current_context().exit(EXIT_HELD if all(v.holds for v in verdicts) else EXIT_FAILED)
         command = " ".join(["streamproof", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["certify"] else ""
         examples = examples or profile_defaults()[0]
@@ -131,8 +134,30 @@ def certify(operator: str, examples: int | None, seed: int, out: str, replay_fil
         raise InputError(f"cannot write {e.filename or out}: {e.strerror or type(e).__name__}") from None
     for finding in certificate.findings:
         click.echo(f"finding: {finding['finding']} ({finding['scenarios']} scenarios)")
+    _user_output(Path(out))
     click.echo(f"\n{operator}: {certificate.status}; certificate: {Path(out) / 'certificate.md'}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
+
+
+def _user_output(out: Path | None) -> None:
+    """What the user's callbacks printed (kept, not shown, while certify ran them: Flink writes a
+    task's stdout to the TaskManager's .out file): in ``OUT/user-output.txt``, or after a replay's
+    verdicts."""
+    from streamproof.impl.operators.user_clock import forget_printed, printed
+
+    count, kept = printed()
+    forget_printed()
+    if not count:
+        return
+    more = [f"... and {count - len(kept)} more lines"] if count > len(kept) else []
+    if out is None:
+        click.echo(f"what your code printed ({count} lines):")
+        for line in kept + more:
+            click.echo(f"  {line}")
+        return
+    path = out / "user-output.txt"
+    path.write_text("\n".join(kept + more) + "\n", encoding="utf-8")
+    click.echo(f"your code printed {count} lines while certify ran it (in Flink: the TaskManager's .out file): {path}")
 
 
 _REPLAYED: list[dict] = []  # the verdicts of --replay, for --json
@@ -191,6 +216,7 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
                 _REPLAYED.append({"property": prop, "holds": outcome.message is None, "finding": outcome.finding,
                                   "message": outcome.message})
                 click.echo(f"{prop}: {verdict}")
+            _user_output(None)
             failed = any(o.message is not None and not o.finding for o in outcomes.values())
             click.get_current_context().exit(EXIT_FAILED if failed else EXIT_HELD)
         pipeline = cj.describe_pipeline(subject)
@@ -217,6 +243,7 @@ def certify_job_command(target: str, examples: int | None, seed: int, out: str, 
     if on_flink is not None:
         refused = [prop for prop, r in certificate.results.items() if r["verdict"] == "failed"]
         certificate.on_flink = _on_flink(subject, target, Path(out), command, refused, *on_flink)
+    _user_output(Path(out))
     click.echo(f"\n{target}: {certificate.status}; certificate: {md}")
     click.get_current_context().exit(EXIT_HELD if certificate.holds else EXIT_FAILED)
 
