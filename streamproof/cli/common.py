@@ -48,8 +48,8 @@ def deliver_ctrl_c_reliably() -> None:
     ("Exception ignored"): a gc callback (Hypothesis installs one), a weakref callback or a
     ``__del__`` run by the garbage collector. The interrupt was lost there and the run went on to
     its end (exit 0 or 1, not 130). It is sent again 50 ms later: before it is raised when the
-    handler sees a gc callback or code exec'd from a string on the stack (:func:`_lands_badly`),
-    and from ``sys.unraisablehook`` when Python swallowed it anywhere else."""
+    handler sees a gc callback on the stack, and from ``sys.unraisablehook`` when Python swallowed
+    it anywhere else."""
     _SETTLED[0] = False  # a new command: its Ctrl-C counts
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -95,16 +95,10 @@ def _on_sigint(signum, frame) -> None:
 
 
 def _lands_badly(frame) -> bool:
-    """Would a KeyboardInterrupt raised at ``frame`` be lost or kill the process? In a gc callback
-    Python only prints it; out of code run by ``exec``/``eval`` of a string (Hypothesis builds
-    functions that way) CPython marks it unhandled, even once caught, and ``python -m`` then
-    dies of SIGINT at exit (exit -2 after printing the 130 line). A program that is itself such
-    code (``python -c``, the outermost frame) is not deferred."""
+    """Would a KeyboardInterrupt raised at ``frame`` be lost? In a gc callback Python only prints it."""
     inner = frame
     while inner is not None:
-        code = inner.f_code
-        if code.co_name == "gc_callback" or (
-                code.co_name == "<module>" and code.co_filename == "<string>" and inner.f_back is not None):
+        if inner.f_code.co_name == "gc_callback":
             return True
         inner = inner.f_back
     return False
@@ -209,6 +203,11 @@ def settle_interrupt() -> None:
     for resend in _RESENDS:
         resend.cancel()
     _SETTLED[0] = True
+    # A KeyboardInterrupt that left code run by exec/eval of a string (Hypothesis builds functions
+    # so) is marked unhandled by CPython even once caught, and ``python -m`` then kills itself with
+    # SIGINT at exit (exit -2 after the 130 line). Each exec of a string starts by clearing that
+    # mark: this one, caught and reported, is handled.
+    exec("")
 
 
 class Status:
