@@ -66,11 +66,11 @@ SEARCHES = {"certify.interruptible-timers": ("split", "split search"),
 
 
 def planned_property(subject: Subject, prop: Property) -> Property | None:
-    """The planned search of ``prop`` (:data:`SEARCHES`; on the user's records only, else None):
-    the same check on planned burst scenarios, each screening inputs of the user's strategy with
+    """The planned search of ``prop`` (:data:`SEARCHES`, else None): the same check on planned
+    burst scenarios, each screening inputs of the user's strategy (or the built-in input's) with
     the operator alone for one whose split firing changes its output
     (:func:`certify_input.user_scenarios` with ``planned``)."""
-    if prop.name not in SEARCHES or subject.records is None:
+    if prop.name not in SEARCHES:
         return None
     kind, name = SEARCHES[prop.name]
     return dataclasses.replace(prop, summary=f"{prop.summary} ({name})",

@@ -299,7 +299,9 @@ def _on_time(steps: list, bound: int) -> list:
     return kept
 
 
-def _record_step(source: int, record: Any, key: Any, ts: int) -> UserRecord:
+def _record_step(source: int, record: Any, key: Any, ts: int) -> UserRecord | Record:
+    if isinstance(record, BuiltinRecord):  # the built-in input: the operator is given the value
+        return Record(source, record.key, record.value, ts)
     return UserRecord(source, JSON.freeze(_encoded(key)), JSON.freeze(_encoded(record)), ts)
 
 
@@ -401,6 +403,29 @@ def _burst_in_order(draw, st, operator: str, ordered: list, bound: int) -> list:
     steps.append(SourceWatermark(0, watermark))
     return steps + [_record_step(0, record, key, ts) for record, key, ts in ordered[point + 1:]], \
         _bound(ordered, point, watermark)
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltinRecord:
+    """A record of the built-in input, for the planned searches: the operator is given ``value``
+    under ``key`` at ``ts`` (a job scenario's ``Record`` step)."""
+
+    key: Any
+    value: int
+    ts: int
+
+
+def builtin_records(span: int) -> RecordSpec:
+    """The built-in input as records (the job scenarios' keys, values 1-5, timestamps over
+    ``span``): what the planned searches screen for an operator without records of its own, so
+    that its refusals too do not depend on ``--examples``."""
+    from hypothesis import strategies as st
+
+    from streamproof.properties.job.inputs import KEYS
+
+    strategy = st.builds(BuiltinRecord, st.sampled_from(KEYS), st.integers(1, 5), st.integers(0, max(1, span) - 1))
+    return RecordSpec(lambda: strategy, key=lambda r: r.key, timestamp=lambda r: r.ts,
+                      names={"records": "built-in"})
 
 
 def builtin_scenarios(operator: str, span: int):

@@ -70,10 +70,10 @@ class Subject:
         return inputs.builtin_scenarios(self.name, self.span)
 
     def planned_scenarios(self, search: str):
-        """The burst scenarios of a planned search (``"split"``, ``"restore"``; the user's records only)."""
-        if self.records is None:
-            raise ValueError(f"{self.spec}: planned searches draw the user's records; it has none")
-        return inputs.user_scenarios(self.name, self.records, self.span, planned=search)
+        """The burst scenarios of a planned search (``"split"``, ``"restore"``) of the user's
+        records, or of the built-in input's as records (:func:`certify_input.builtin_records`)."""
+        records = self.records if self.records is not None else inputs.builtin_records(self.span)
+        return inputs.user_scenarios(self.name, records, self.span, planned=search)
 
 
 def _split(spec: str) -> tuple[str, str]:
