@@ -31,6 +31,7 @@ from streamproof.properties import certify_checks as checks
 from streamproof.properties import certify_input as inputs
 from streamproof.properties import certify_late, certify_runs
 from streamproof.properties.certify_load import CertifyError, Subject, _one_line, load
+from streamproof.properties.certify_probes import ENDLESS_TIMERS
 from streamproof.properties.certify_records import InputError
 from streamproof.properties.certify_report import (
     Certificate, _command, _replay_command, _source_info, _trace, _write_counterexample, check_out,
@@ -153,7 +154,12 @@ def preflight(subject: Subject) -> None:
             raise CertifyError(f"{subject.spec!r}: {e}") from None
     steps = tuple(s for s in scenario.steps if type(s).__name__ in ("Record", "UserRecord", "SourceWatermark"))
     small = dataclasses.replace(scenario, steps=steps, params={**scenario.params, "parallelism": 1, "unaligned": False})
-    result = certify_runs._run(small, False, 0)
+    endless = ENDLESS_TIMERS.get(subject.name)  # seen by a probe while the scenario was drawn
+    result = certify_runs._run(small, False, 0) if endless is None else endless
+    if isinstance(result, str) and result.startswith("TimerFiringBudgetExceeded") or endless is not None:
+        raise CertifyError(f"{subject.spec!r}: its timers never stop firing: {_one_line(result)} (each firing "
+                           "registers another due timer: at end of input, whose watermark makes every timer due, "
+                           "a Flink job with bounded input would never finish)")
     if isinstance(result, str) and (_SIGNATURE.search(result) or _is_limit(result)):
         raise CertifyError(f"{subject.spec!r}: fails on a failure-free run of its first records: {_one_line(result)}")
 

@@ -71,7 +71,7 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
     outputs: list = []
     try:
         op = _probe_operator(operator, lambda value, ts: outputs.append(value),
-                             lambda tag, value, ts: outputs.append(("side-output", tag, value)))
+                             lambda tag, value, ts: outputs.append(("side-output", tag, value)), len(before) + len(after))
         if op is None:
             return None
         for item in before:
@@ -99,15 +99,25 @@ def _probe_outputs(operator: str, before: list, watermark: int, after: list, spl
 
 def _remember_slow(operator: str, error: Exception) -> None:
     from streamproof.impl.operators.keyed_process_operator import CallbackLimitExceeded
+    from streamproof.impl.timers.internal_timer_service import TimerFiringBudgetExceeded
 
     if isinstance(error, CallbackLimitExceeded):  # a looping callback: the runs say so, once
         _SLOW_PROBES.add(operator)
+    if isinstance(error, TimerFiringBudgetExceeded):  # timers that never stop: preflight says so
+        _SLOW_PROBES.add(operator)
+        ENDLESS_TIMERS[operator] = str(error)
 
 
 _SLOW_PROBES: set = set()  # operators whose callback ran past the probe's time limit: never probed again
+# A probe or a certification run has a few dozen records: more firings than this in one advance is
+# a timer that registers another due timer each time it fires (at end of input: for ever; Flink's
+# job with bounded input never finishes). The runtime's own budget (a million) took minutes per run.
+def firing_budget(records: int) -> int:
+    return max(20_000, 1_000 * records)
+ENDLESS_TIMERS: dict[str, str] = {}  # operator -> the budget error of its probe
 
 
-def _probe_operator(operator: str, emit, emit_side):
+def _probe_operator(operator: str, emit, emit_side, records: int = 0):
     from streamproof.impl.state.key_groups import KeyGroupRange
     from streamproof.impl.operators.keyed_process_operator import KeyedProcessOperator
     from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
@@ -117,7 +127,8 @@ def _probe_operator(operator: str, emit, emit_side):
     if factory is None or operator in _SLOW_PROBES:
         return None
     op = KeyedProcessOperator(factory(), 128, KeyGroupRange(0, 127), ManualProcessingTimeService(start=0), emit,
-                              emit_side=emit_side, max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
+                              firing_budget=firing_budget(records), emit_side=emit_side,
+                              max_seconds_per_callback=PROBE_CALLBACK_SECONDS)
     op.open()
     return op
 
@@ -136,7 +147,7 @@ def _probe_record(record: Any, key: Any, ts: int):
 def _pending_timers(operator: str, ordered: list) -> list[list]:
     found: list[list] = []
     try:
-        op = _probe_operator(operator, lambda value, ts: None, lambda tag, value, ts: None)
+        op = _probe_operator(operator, lambda value, ts: None, lambda tag, value, ts: None, len(ordered))
         if op is None:
             return found
         names: dict = {}

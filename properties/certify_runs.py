@@ -16,6 +16,7 @@ from streamproof.impl.graph.job import JobSpec
 from streamproof.impl.graph.sim import simulate
 from streamproof.impl.graph.sim import SimulationResult
 from streamproof.properties.bugzoo import clears_on_patch
+from streamproof.properties.certify_probes import firing_budget
 from streamproof.properties.job.functions import FUNCTIONS
 from streamproof.properties.job.steps import faults_of, job_params, sources_of, task_config
 from streamproof.properties.job.values import canonical, encode
@@ -43,8 +44,9 @@ def _spec(scenario: Scenario, interruptible: bool, mail_rate: float | None = Non
           tie: str = "insertion") -> JobSpec:
     if lineage is None:
         spec = _job_spec(scenario, interruptible, mail_rate)
-        return dataclasses.replace(spec, config=dataclasses.replace(spec.config, callback_seconds=CALLBACK_SECONDS),
-                                   timer_tie_order=tie)
+        budget = firing_budget(sum(type(s).__name__ in ("Record", "UserRecord") for s in scenario.steps))
+        return dataclasses.replace(spec, config=dataclasses.replace(spec.config, callback_seconds=CALLBACK_SECONDS,
+                                                                    firing_budget=budget), timer_tie_order=tie)
     # a failure-free replay of a run's lineage: no back-pressure, no checkpoints
     # at the parallelism the lineage was recorded at (a rescale before the first completed
     # checkpoint restarted the job from scratch at the new parallelism)

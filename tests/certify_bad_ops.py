@@ -61,6 +61,15 @@ class Exits(Counting):
         yield
 
 
+class EndlessChain(Counting):
+    """Each timer registers the next window's (a gap-filling chain, as an outside candle aggregator
+    does): at end of input MAX_WATERMARK makes every next one due, for ever."""
+
+    def on_timer(self, timestamp, ctx):
+        ctx.timer_service().register_event_time_timer(timestamp + 60)
+        yield ctx.get_current_key(), timestamp, self.count.value()
+
+
 class SideOutputFromAnAttribute(Counting):
     """Main output in keyed state, but its side output counts in a Python attribute (not
     checkpointed): after a failover the side output differs."""

@@ -93,6 +93,8 @@ def test_unhashable_and_nan_outputs_compare_by_value(tmp_path):
     ("Loops", "Loops.process_element"),
     ("Floods", "Floods.process_element emitted more than"),
     ("Exits", "Exits.on_timer called sys.exit(3)"),
+    # before: probes and runs fired a million timers each; certify ran past 15 minutes
+    ("EndlessChain", "its timers never stop firing"),
 ])
 def test_misbehaving_callbacks_are_one_line_and_exit_2(operator, message):
     result = CliRunner().invoke(cli, ["certify", f"{BAD}:{operator}", "--examples", "5"])
