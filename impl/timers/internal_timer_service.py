@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from heapq import heappop
+from heapq import heappop, heappush
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.state.key_context import KeyContext
@@ -29,7 +29,7 @@ from streamproof.impl.timers.heap_priority_queue_set import (
 from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet as _PlainQueueSet
 from streamproof.impl.timers.internal_timer import InternalTimer, InternalTimersSnapshot
 from streamproof.impl.timers.processing_time_service import (
-    DEFAULT_FIRING_BUDGET, MAX_WATERMARK, MIN_WATERMARK, ProcessingTimeService, ScheduledTimer,
+    DEFAULT_FIRING_BUDGET, MAX_WATERMARK, MIN_WATERMARK, ManualProcessingTimeService, ProcessingTimeService, ScheduledTimer,
     TimerFiringBudgetExceeded,
 )
 from streamproof.impl.timers.termination import TimerTerminationAction
@@ -201,8 +201,22 @@ class InternalTimerService:
                 raise NoCurrentKeyError(_NO_CURRENT_KEY)
             if not INT64_MIN <= time <= INT64_MAX:
                 _long(time)  # raises
-            if (self.processing_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
-                                                      context.current_key_group_index)
+            queue = self.processing_time_timers_queue
+            if queue._direct and not queue._stale:
+                # queue.add(timer, key group) line for line (as register_event_time_timer)
+                index = context.current_key_group_index - queue._first
+                maps = queue._maps
+                if 0 <= index < len(maps):
+                    timer = _new_timer(InternalTimer, (time, key, namespace))
+                    seq = next(queue._seq)
+                    if maps[index].setdefault(timer, seq) is seq:
+                        queue._size += 1
+                        heap = queue._heap
+                        heappush(heap, entry := (time, seq, timer, index))
+                        if heap[0] is entry and time < MAX_WATERMARK:  # the new head
+                            self._schedule_physical_timer(time)
+                    return
+            if (queue.add(_new_timer(InternalTimer, (time, key, namespace)), context.current_key_group_index)
                     and time < MAX_WATERMARK):
                 self._schedule_physical_timer(time)
             return
@@ -242,8 +256,19 @@ class InternalTimerService:
             raise NoCurrentKeyError(_NO_CURRENT_KEY)
         if not INT64_MIN <= time <= INT64_MAX:
             _long(time)  # raises
-        self.event_time_timers_queue.add(_new_timer(InternalTimer, (time, key, namespace)),
-                                         context.current_key_group_index)
+        queue = self.event_time_timers_queue
+        if queue._direct and not queue._stale:
+            # queue.add(timer, key group) line for line, the hot path of every operator's timers
+            index = context.current_key_group_index - queue._first
+            maps = queue._maps
+            if 0 <= index < len(maps):
+                timer = _new_timer(InternalTimer, (time, key, namespace))
+                seq = next(queue._seq)
+                if maps[index].setdefault(timer, seq) is seq:
+                    queue._size += 1
+                    heappush(queue._heap, (time, seq, timer, index))
+                return
+        queue.add(_new_timer(InternalTimer, (time, key, namespace)), context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
         # Deletes never reschedule the physical timer: a deleted head causes a spurious wake-up.
@@ -458,12 +483,20 @@ class InternalTimerService:
 
     def on_processing_time(self, time: int) -> None:
         """Physical timer callback: fires every processing-time timer <= ``time``."""
-        # Null out the physical timer in case a callback registers a processing-time timer.
-        self.next_timer = None
-        _, head = self._fire_due(self.processing_time_timers_queue, time,
-                                 self._fire_processing_timer, "on_processing_time")
-        if head is not None and self.next_timer is None:
-            self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
+        clock = self.processing_time_service
+        inline = type(clock) is ManualProcessingTimeService
+        while True:
+            # Null out the physical timer in case a callback registers a processing-time timer.
+            self.next_timer = None
+            _, head = self._fire_due(self.processing_time_timers_queue, time,
+                                     self._fire_processing_timer, "on_processing_time")
+            if head is None or self.next_timer is not None:
+                return
+            if inline and clock.fire_inline(head[0]):
+                time = head[0]  # the physical timer for the new head would fire next: fire it here
+                continue
+            self.next_timer = clock.register_timer(head[0], self.on_processing_time)
+            return
 
     def _fire_processing_timer(self, timer: InternalTimer) -> None:
         # the fired timer's action goes (after poll, which a running snapshot records with it)

@@ -60,6 +60,10 @@ class ManualProcessingTimeService:
         self._seq = count()
         self._pending = 0
         self.budget = budget
+        # while advance_to runs: its target time and the physical timers it has fired (fire_inline)
+        self._target: int | None = None
+        self._fired = 0
+        self.inline_fired = self.inline_passed_over = 0  # what fire_inline answered, counted
         self.on_register: list[Callable[[int], None]] = []
         self.on_cancel: list[Callable[[int], None]] = []
 
@@ -93,18 +97,38 @@ class ManualProcessingTimeService:
 
     def advance_to(self, time: int) -> None:
         self._now = time
-        fired = 0
+        outer = self._target, self._fired  # a callback may advance the clock again (nested)
+        self._target, self._fired = time, 0
         queue = self._queue
-        while queue and queue[0][0] <= time:
-            timer = heappop(queue)[2]
-            if not timer.pending:
-                continue
-            timer.pending = False
-            self._pending -= 1
-            fired += 1
-            if fired > self.budget:
-                raise TimerFiringBudgetExceeded(
-                    f"processing-time service fired more than {self.budget} physical timers while "
-                    f"advancing to {time}: a callback keeps registering due timers"
-                )
-            timer.callback(timer.timestamp)
+        try:
+            while queue and queue[0][0] <= time:
+                timer = heappop(queue)[2]
+                if not timer.pending:
+                    continue
+                timer.pending = False
+                self._pending -= 1
+                self._count_firing()
+                timer.callback(timer.timestamp)
+        finally:
+            self._target, self._fired = outer
+
+    def _count_firing(self) -> None:
+        self._fired += 1
+        if self._fired > self.budget:
+            raise TimerFiringBudgetExceeded(
+                f"processing-time service fired more than {self.budget} physical timers while "
+                f"advancing to {self._target}: a callback keeps registering due timers"
+            )
+
+    def fire_inline(self, timestamp: int) -> bool:
+        """True iff a physical timer registered now at ``timestamp`` would be the very next one
+        this advance fires: the caller then runs its callback itself, counted as fired, instead of
+        registering it (nothing can tell the two apart). Never while a listener watches."""
+        if self._target is None or timestamp > self._target or self.on_register:
+            return False
+        if self._queue and self._queue[0][0] <= timestamp:
+            self.inline_passed_over += 1  # another physical timer is due first (or a tie)
+            return False
+        self._count_firing()
+        self.inline_fired += 1
+        return True

@@ -10,6 +10,7 @@ import streamproof.impl.timers.internal_timer_service as timers
 from streamproof.impl.timers.heap_priority_queue_set import KeyGroupedPriorityQueueSet
 from streamproof.impl.timers.internal_time_service_manager import InternalTimeServiceManager
 from streamproof.impl.timers.internal_timer_service import InternalTimerService
+from streamproof.impl.timers.processing_time_service import ManualProcessingTimeService
 from streamproof.properties.bugzoo import variant
 
 PROPERTY = "timers.differential"
@@ -205,4 +206,21 @@ def physical_timer_kept_while_firing():
             self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
 
     with patched(InternalTimerService, on_processing_time=on_processing_time):
+        yield
+
+
+@variant("inline-firing-jumps-the-clock-queue", "streamproof", PROPERTY,
+         "The clock fires a service's next head inline whenever it is due, without looking at the "
+         "physical timers already pending: a head due no earlier than another service's pending "
+         "physical timer fires before it (the watched clock fires them in time order).")
+@contextmanager
+def inline_firing_jumps_the_queue():
+    def fire_inline(self, timestamp):
+        if self._target is None or timestamp > self._target or self.on_register:
+            return False
+        self._count_firing()  # BUG: no look at self._queue's head
+        self.inline_fired += 1
+        return True
+
+    with patched(ManualProcessingTimeService, fire_inline=fire_inline):
         yield

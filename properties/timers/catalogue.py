@@ -19,7 +19,8 @@ TIMERS_DIFFERENTIAL = register(Property(
     name="timers.differential",
     family="timers",
     summary="The timer service fires, keeps and snapshots exactly what the model allows: same "
-            "observations, same pending timers per key group, one physical timer at the head.",
+            "observations, same pending timers per key group, one physical timer at the head; "
+            "unwatched, its clock's inline firing changes nothing else.",
     check=_check,
     machine=_machine,
     reachability=(
@@ -31,5 +32,7 @@ TIMERS_DIFFERENTIAL = register(Property(
         "spurious wake-up (physical timer with nothing due)",
         "physical timer moved earlier",
         "processing-time tie with a callback registering a timer",
+        "head's physical timer fired inline (unwatched clock)",
+        "inline firing passed over: another physical timer due first",
     ),
 ))

@@ -7,7 +7,10 @@ After every step:
   * ``same-pending-timers``: every instance holds the same pending timers per service, domain
     and key group;
   * ``one-physical-timer-at-head``: each service has at most one physical timer and, while it has
-    processing-time timers, exactly one, due no later than its head.
+    processing-time timers, exactly one, due no later than its head;
+  * ``unwatched-clock-fires-the-same``: the implementation with nothing watching its clock (the
+    clock then fires a due head's physical timer inline, without registering it) makes the same
+    observations, physical timer calls aside.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ class DifferentialTimers:
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.impl = ImplTimersRun(budget)
+        self.unwatched = ImplTimersRun(budget, watch_physical=False)
         self.model = ModelTimersRun(budget)
         self.trace: list[dict] = []
         self.steps = 0
 
     @property
     def ended(self) -> bool:
-        return self.impl.ended or self.model.ended
+        return self.impl.ended or self.model.ended or self.unwatched.ended
 
     def apply(self, step, check_invariants: bool = True) -> list[dict]:
         """Runs ``step`` on both sides and compares; ``check_invariants=False`` leaves the state
@@ -44,6 +48,10 @@ class DifferentialTimers:
         self.trace.extend(observed)
         if _without_text(observed) != _without_text(expected):
             raise Violation("same-observations", f"{step.op}: implementation {observed} but model {expected}", index)
+        unwatched = self.unwatched.apply(step, index)
+        if _without_text(unwatched) != _without_text(_unphysical(observed)):
+            raise Violation("unwatched-clock-fires-the-same",
+                            f"{step.op}: unwatched {unwatched} but watched {_unphysical(observed)}", index)
         if check_invariants and not self.ended:
             self.check_invariants(index)
         return observed
@@ -60,6 +68,10 @@ class DifferentialTimers:
                 raise Violation("one-physical-timer-at-head", f"instance {number}: {problem}", index)
             if not spec.at_most_one_physical_timer_at_head(model_inst):
                 raise Violation("one-physical-timer-at-head", f"model instance {number} breaks it", index)
+
+
+def _unphysical(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["event"] not in ("physical_register", "physical_cancel")]
 
 
 def _without_text(events: list[dict]) -> list[dict]:

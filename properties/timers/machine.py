@@ -41,6 +41,7 @@ class TimersMachine(RuleBasedStateMachine):
         self.steps: list = []
         self.max_parallelism = 128
         self.snapshot_count = 0
+        self._inline: list[tuple[int, int]] = []  # the unwatched clocks' fire_inline counts
 
     # -- recording ---------------------------------------------------------------------------
     def do(self, step) -> list[dict]:
@@ -66,6 +67,13 @@ class TimersMachine(RuleBasedStateMachine):
                 note("budget exceeded (fatal)" if e.get("fatal") else "step rejected")
             elif e["event"] == "physical_cancel":
                 note("physical timer moved earlier")
+        inline = [(i.clock.inline_fired, i.clock.inline_passed_over) for i in self.run.unwatched.instances]
+        if inline != self._inline:
+            if sum(a for a, _ in inline) > sum(a for a, _ in self._inline):
+                note("head's physical timer fired inline (unwatched clock)")
+            if sum(b for _, b in inline) > sum(b for _, b in self._inline):
+                note("inline firing passed over: another physical timer due first")
+            self._inline = inline
         if step.op == "count" and len(self.run.impl.instances) > 1 and observed and observed[0].get("event_timers", 0) + observed[0].get("processing_timers", 0):
             note("restored instance holds timers")
 
@@ -165,6 +173,18 @@ class TimersMachine(RuleBasedStateMachine):
         if past and self.active:  # the advance to ts may have ended the run (an earlier callback
             # that keeps registering a due timer exceeds the firing budget)
             self.do(timer_steps.AdvanceProcessingTime(ts + 1))
+
+    @precondition(lambda self: self.active)
+    @rule(timers=st.lists(st.tuples(KEYS, st.integers(1, 12), st.sampled_from([None, "other"])),
+                          min_size=2, max_size=5))
+    def services_interleave_probe(self, timers):
+        """Processing-time timers of two services at interleaved times, then one advance past
+        them all: each service's physical timers fire in time order with the other's (an
+        unwatched clock fires a service's next head inline only while nothing is due before)."""
+        for key, ts, service in timers:
+            self.do(timer_steps.SetKey(key))
+            self.do(timer_steps.Register("processing", "n", ts, None, service))
+        self.do(timer_steps.AdvanceProcessingTime(max(ts for _, ts, _ in timers)))
 
     @precondition(lambda self: self.active)
     @rule(timer=timers, then=st.lists(

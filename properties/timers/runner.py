@@ -60,12 +60,14 @@ class _Recorder:
 
 # -- implementation ------------------------------------------------------------------------
 class _Instance:
-    def __init__(self, max_parallelism: int, key_group_range: tuple[int, int], budget: int, emit):
+    def __init__(self, max_parallelism: int, key_group_range: tuple[int, int], budget: int, emit,
+                 watch_physical: bool = True):
         self.max_parallelism = max_parallelism
         self.key_context = KeyContext(max_parallelism)
         self.clock = ManualProcessingTimeService(budget=budget)
-        self.clock.on_register.append(lambda ts: emit({"event": "physical_register", "ts": ts}))
-        self.clock.on_cancel.append(lambda ts: emit({"event": "physical_cancel", "ts": ts}))
+        if watch_physical:  # unwatched, the clock may fire a due head's physical timer inline
+            self.clock.on_register.append(lambda ts: emit({"event": "physical_register", "ts": ts}))
+            self.clock.on_cancel.append(lambda ts: emit({"event": "physical_cancel", "ts": ts}))
         self.manager = InternalTimeServiceManager(
             self.key_context, KeyGroupRange(*key_group_range), self.clock, firing_budget=budget
         )
@@ -98,10 +100,16 @@ class _Target:
 
 
 class ImplTimersRun:
-    """Drives ``streamproof.impl.timers.internal_timer_service`` through the steps of a timers scenario."""
+    """Drives ``streamproof.impl.timers.internal_timer_service`` through the steps of a timers scenario.
 
-    def __init__(self, budget: int = DEFAULT_BUDGET):
+    ``watch_physical=False`` records no physical timer calls: nothing then watches the clock, so
+    it takes its fast path (``ManualProcessingTimeService.fire_inline``), which every other
+    observation must not tell apart.
+    """
+
+    def __init__(self, budget: int = DEFAULT_BUDGET, watch_physical: bool = True):
         self.budget = budget
+        self.watch_physical = watch_physical
         self.recorder = _Recorder()
         self.instances: list[_Instance] = []
         self.current: _Instance | None = None
@@ -146,13 +154,15 @@ class ImplTimersRun:
     def _apply(self, step) -> None:
         op = step.op
         if op == "new_instance":
-            self._start(_Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit), [])
+            self._start(_Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit,
+                                  self.watch_physical), [])
         elif op == "restore":
             max_parallelism, names, state = self.snapshots[step.id]
             if max_parallelism != step.max_parallelism:
                 raise ValueError(f"snapshot {step.id!r} was taken with max_parallelism {max_parallelism}, "
                                  f"not {step.max_parallelism}")
-            inst = _Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit)
+            inst = _Instance(step.max_parallelism, step.key_group_range, self.budget, self.recorder.emit,
+                             self.watch_physical)
             inst.manager.restore_state(state)
             self._start(inst, names)
         elif op == "use_instance":
