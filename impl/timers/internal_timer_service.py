@@ -433,7 +433,12 @@ class InternalTimerService:
 
     def _fire_due(self, queue, time: int, callback, call: str,
                   should_stop: Callable[[], bool] = _never_stop) -> tuple[bool, InternalTimer | None]:
-        """Fires the queue's timers <= ``time`` in order; returns (completed, the head left)."""
+        """Fires the queue's timers <= ``time`` in order; returns (completed, the head left).
+
+        Called by the physical timer (``on_processing_time``) of a simulated clock with nothing
+        watching it: when the head left would get a physical timer that the clock's
+        ``fire_inline`` says fires next, that physical timer's firing goes on here, as a new
+        call for Flink (with its own ``time`` and budget)."""
         key_context = self.key_context
         set_current_key = key_context.set_current_key
         stoppable = should_stop is not _never_stop
@@ -442,6 +447,8 @@ class InternalTimerService:
         # This service's own _fire_processing_timer is done inline (one call less per timer).
         fire_processing = (getattr(callback, "__func__", None) is _FIRE_PROCESSING_TIMER
                            and callback.__self__ is self)
+        clock = self.processing_time_service
+        inline = clock.fire_inline if fire_processing and type(clock) is ManualProcessingTimeService else None
         # While the queue is `direct` and has no stale heap entry, peek() is heap[0]'s timer and
         # poll(key_group) of a key group equal to the head's is heappop + forgetting it in its
         # key group's map: done inline. Anything else (a routed queue, lazy deletion, a head
@@ -453,7 +460,10 @@ class InternalTimerService:
                 entry = heap[0]
                 timer = entry[2]
                 if timer[0] > time:
-                    break
+                    if inline is None or self.next_timer is not None or not inline(timer[0]):
+                        break
+                    time, fired = timer[0], 0
+                    continue
                 set_current_key(timer[1])  # before poll: FLINK-26063
                 key_group = key_context.current_key_group_index
                 if key_group - queue._first == entry[3]:
@@ -463,8 +473,13 @@ class InternalTimerService:
                 else:
                     queue.poll(key_group)
             else:
-                if (timer := queue.peek()) is None or timer[0] > time:
+                if (timer := queue.peek()) is None:
                     break
+                if timer[0] > time:
+                    if inline is None or self.next_timer is not None or not inline(timer[0]):
+                        break
+                    time, fired = timer[0], 0
+                    continue
                 set_current_key(timer[1])  # before poll: FLINK-26063
                 queue.poll(key_context.current_key_group_index)
             if fire_processing:  # _fire_processing_timer(timer), line for line
@@ -483,20 +498,12 @@ class InternalTimerService:
 
     def on_processing_time(self, time: int) -> None:
         """Physical timer callback: fires every processing-time timer <= ``time``."""
-        clock = self.processing_time_service
-        inline = type(clock) is ManualProcessingTimeService
-        while True:
-            # Null out the physical timer in case a callback registers a processing-time timer.
-            self.next_timer = None
-            _, head = self._fire_due(self.processing_time_timers_queue, time,
-                                     self._fire_processing_timer, "on_processing_time")
-            if head is None or self.next_timer is not None:
-                return
-            if inline and clock.fire_inline(head[0]):
-                time = head[0]  # the physical timer for the new head would fire next: fire it here
-                continue
-            self.next_timer = clock.register_timer(head[0], self.on_processing_time)
-            return
+        # Null out the physical timer in case a callback registers a processing-time timer.
+        self.next_timer = None
+        _, head = self._fire_due(self.processing_time_timers_queue, time,
+                                 self._fire_processing_timer, "on_processing_time")
+        if head is not None and self.next_timer is None:
+            self.next_timer = self.processing_time_service.register_timer(head[0], self.on_processing_time)
 
     def _fire_processing_timer(self, timer: InternalTimer) -> None:
         # the fired timer's action goes (after poll, which a running snapshot records with it)
