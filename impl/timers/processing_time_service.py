@@ -107,18 +107,18 @@ class ManualProcessingTimeService:
                     continue
                 timer.pending = False
                 self._pending -= 1
-                self._count_firing()
+                self._fired += 1
+                if self._fired > self.budget:
+                    raise self._over_budget()
                 timer.callback(timer.timestamp)
         finally:
             self._target, self._fired = outer
 
-    def _count_firing(self) -> None:
-        self._fired += 1
-        if self._fired > self.budget:
-            raise TimerFiringBudgetExceeded(
-                f"processing-time service fired more than {self.budget} physical timers while "
-                f"advancing to {self._target}: a callback keeps registering due timers"
-            )
+    def _over_budget(self) -> TimerFiringBudgetExceeded:
+        return TimerFiringBudgetExceeded(
+            f"processing-time service fired more than {self.budget} physical timers while "
+            f"advancing to {self._target}: a callback keeps registering due timers"
+        )
 
     def fire_inline(self, timestamp: int) -> bool:
         """True iff a physical timer registered now at ``timestamp`` would be the very next one
@@ -129,6 +129,8 @@ class ManualProcessingTimeService:
         if self._queue and self._queue[0][0] <= timestamp:
             self.inline_passed_over += 1  # another physical timer is due first (or a tie)
             return False
-        self._count_firing()
+        self._fired += 1
+        if self._fired > self.budget:
+            raise self._over_budget()
         self.inline_fired += 1
         return True

@@ -218,7 +218,9 @@ def inline_firing_jumps_the_queue():
     def fire_inline(self, timestamp):
         if self._target is None or timestamp > self._target or self.on_register:
             return False
-        self._count_firing()  # BUG: no look at self._queue's head
+        self._fired += 1  # BUG: no look at self._queue's head
+        if self._fired > self.budget:
+            raise self._over_budget()
         self.inline_fired += 1
         return True
 
