@@ -113,3 +113,41 @@ def order_events():
         "order": st.integers(1, 4), "op": st.sampled_from(["create", "update", "update"]),
         "status": st.sampled_from(["pending", "pending", "paid", "shipped", "cancelled"]),
         "ts": st.integers(0, 3 * 30 * 60 * 1000)})
+
+
+class SessionEnd(PyFlinkKeyedProcessFunction):
+    """A user's session ends 30 minutes after their last click (written for the split search's
+    gaps): each click deletes the session's timer and registers a new one; the timer reports the
+    session's clicks. Unsafe with interruptible timers: a click of a user whose session end is due
+    but not yet fired, run inside a split firing, deletes that timer and extends the session (its
+    end is lost). Its split needs three users idle for 30 minutes at once while a fourth user's
+    click raises the watermark (a bounded-out-of-orderness watermark follows the clicks), then a
+    click of the third."""
+
+    def open(self, runtime_context):
+        self.timer = runtime_context.get_state(PyFlinkValueStateDescriptor("timer", Types.LONG()))
+        self.clicks = runtime_context.get_state(PyFlinkValueStateDescriptor("clicks", Types.INT()))
+
+    def process_element(self, value, ctx):
+        if self.timer.value() is not None:
+            ctx.timer_service().delete_event_time_timer(self.timer.value())
+        due = ctx.timestamp() + 30 * 60 * 1000
+        ctx.timer_service().register_event_time_timer(due)
+        self.timer.update(due)
+        self.clicks.update((self.clicks.value() or 0) + 1)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), self.clicks.value(), timestamp
+        self.clicks.clear()
+        self.timer.clear()
+
+
+def clicks(users=("ann", "bob", "cy", "dee")):
+    """Clicks of four users over three hours of event time."""
+    return st.fixed_dictionaries({"user": st.sampled_from(list(users)), "ts": st.integers(0, 3 * 60 * 60 * 1000)})
+
+
+def clicks_of_three():
+    """Clicks of three users: the watermark that makes three sessions end at once is raised by a
+    click of one of them, which moves its own session's end; no split firing can differ."""
+    return clicks(("ann", "bob", "cy"))

@@ -274,3 +274,20 @@ def test_a_failure_on_scenarios_already_drawn_is_explored_again():
     from streamproof.properties.verdict import Verdict
     failing = dataclasses.replace(prop, check=lambda scenario: Verdict(prop.name, False, [], "made-up", "no"))
     assert cert.check_drawn(failing, drawn) is None
+
+
+def test_session_ends_are_refused_with_four_users_and_not_exercised_with_three():
+    """SessionEnd (tests/certify_user_ops.py) loses a session's end when a click runs inside a
+    split firing before that session's due timer. The split needs three sessions due at once and
+    a fourth user's click to raise the watermark: with four users the split search refuses it;
+    with three, every watermark that makes three sessions due was raised by a click of one of
+    them, which moved its own end, so no scenario can split such a firing and certify must say
+    'not exercised', neither certified nor refused (an outside session detector, session 18)."""
+    four = cert.load(OPS + ":SessionEnd", records=OPS + ":clicks", key="user", timestamp="ts")
+    prop = next(p for p in cert.properties_for(four) if p.name == "certify.interruptible-timers")
+    found = cert.explore_search(four, prop, 0, shrink=False)
+    assert not found.holds and found.invariant == "same-output-with-split-firings", found
+    three = cert.load(OPS + ":SessionEnd", records=OPS + ":clicks_of_three", key="user", timestamp="ts")
+    prop = next(p for p in cert.properties_for(three) if p.name == "certify.interruptible-timers")
+    search = cert.explore_search(three, prop, 0, shrink=False)
+    assert search.holds and not search.reach_examples.get("record of a due key inside a split firing"), search
