@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
+from heapq import heappop
 from typing import Callable, Hashable, Protocol
 
 from streamproof.impl.state.key_context import KeyContext
@@ -202,20 +202,6 @@ class InternalTimerService:
             if not INT64_MIN <= time <= INT64_MAX:
                 _long(time)  # raises
             queue = self.processing_time_timers_queue
-            if queue._direct and not queue._stale:
-                # queue.add(timer, key group) line for line (as register_event_time_timer)
-                index = context.current_key_group_index - queue._first
-                maps = queue._maps
-                if 0 <= index < len(maps):
-                    timer = _new_timer(InternalTimer, (time, key, namespace))
-                    seq = next(queue._seq)
-                    if maps[index].setdefault(timer, seq) is seq:
-                        queue._size += 1
-                        heap = queue._heap
-                        heappush(heap, entry := (time, seq, timer, index))
-                        if heap[0] is entry and time < MAX_WATERMARK:  # the new head
-                            self._schedule_physical_timer(time)
-                    return
             if (queue.add(_new_timer(InternalTimer, (time, key, namespace)), context.current_key_group_index)
                     and time < MAX_WATERMARK):
                 self._schedule_physical_timer(time)
@@ -257,17 +243,6 @@ class InternalTimerService:
         if not INT64_MIN <= time <= INT64_MAX:
             _long(time)  # raises
         queue = self.event_time_timers_queue
-        if queue._direct and not queue._stale:
-            # queue.add(timer, key group) line for line, the hot path of every operator's timers
-            index = context.current_key_group_index - queue._first
-            maps = queue._maps
-            if 0 <= index < len(maps):
-                timer = _new_timer(InternalTimer, (time, key, namespace))
-                seq = next(queue._seq)
-                if maps[index].setdefault(timer, seq) is seq:
-                    queue._size += 1
-                    heappush(queue._heap, (time, seq, timer, index))
-                return
         queue.add(_new_timer(InternalTimer, (time, key, namespace)), context.current_key_group_index)
 
     def delete_processing_time_timer(self, namespace: Hashable, time: int) -> None:
