@@ -24,6 +24,9 @@ def _check_clock(ctx, where):
         raise AssertionError(f"{where}: the clock read {seen}, the processing time is {pt}")
 
 
+SLEEPS = [0]  # the sleeps ThrottledCounter and SleepyImpl asked for
+
+
 class ThrottledCounter(KeyedProcessFunction):
     """Sleeps a second per record (a rate limit) and per timer; at the end of a record's second of
     event time emits it (one output per record, so late records and split firings cannot change the
@@ -33,6 +36,7 @@ class ThrottledCounter(KeyedProcessFunction):
         self.pending = runtime_context.get_map_state(MapStateDescriptor("pending", Types.LONG(), Types.PICKLED_BYTE_ARRAY()))
 
     def process_element(self, value, ctx):
+        SLEEPS[0] += 1
         time.sleep(1)  # throttle
         _check_clock(ctx, "process_element")
         ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1000)
@@ -41,6 +45,7 @@ class ThrottledCounter(KeyedProcessFunction):
         ctx.timer_service().register_event_time_timer(end)
 
     def on_timer(self, timestamp, ctx):
+        SLEEPS[0] += 1
         sleep(1)
         _check_clock(ctx, "on_timer")
         if ctx.time_domain() == TimeDomain.EVENT_TIME:
@@ -56,6 +61,7 @@ class SleepyImpl(impl.KeyedProcessFunction):
         self.pending = ctx.get_map_state(impl.MapStateDescriptor("pending"))
 
     def process_element(self, value, ctx, out):
+        SLEEPS[0] += 1
         time.sleep(1)
         _check_clock(ctx, "process_element")
         end = ctx.timestamp() // 1000 * 1000 + 999
@@ -63,6 +69,7 @@ class SleepyImpl(impl.KeyedProcessFunction):
         ctx.timer_service().register_event_time_timer(end)
 
     def on_timer(self, timestamp, ctx, out):
+        SLEEPS[0] += 1
         sleep(1)
         _check_clock(ctx, "on_timer")
         for ts in self.pending.get(timestamp, []):

@@ -96,13 +96,22 @@ def _nanoseconds(real: Callable[[], int]) -> Callable[[], int]:
     return clock
 
 
+_skipped_sleeps = [0]  # sleeps a callback asked for and did not get (all since the module loaded)
+
+
 def sleep(secs: float) -> None:
     """Returns at once in a callback (never sleeps for real); ValueError for a negative time as ``time.sleep``."""
     if not _active:
         return _time.sleep(secs)
     if secs < 0:
         raise ValueError("sleep length must be non-negative")
+    _skipped_sleeps[0] += 1
     return None
+
+
+def skipped_sleeps() -> int:
+    """How many ``sleep`` calls of user callbacks returned at once, since the module loaded."""
+    return _skipped_sleeps[0]
 
 
 def _at_now(real: Callable) -> Callable:
